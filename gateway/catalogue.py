@@ -1,0 +1,107 @@
+"""The model catalogue (one YAML file): models, versions, prices, replicas, aliases."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+
+class CatalogueError(ValueError):
+    """The catalogue is invalid; the message names the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Price(_Strict):
+    input_per_million: float = Field(ge=0)
+    output_per_million: float = Field(0.0, ge=0)
+    cached_input_per_million: float = Field(0.0, ge=0)
+
+
+class Replicas(_Strict):
+    min: int = Field(1, ge=0)
+    max: int = Field(1, ge=1)
+    standby: int = Field(0, ge=0)
+    target_ongoing_requests: float = Field(16, gt=0)
+    upscale_delay_s: float = Field(5.0, ge=0)
+    downscale_delay_s: float = Field(60.0, ge=0)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "Replicas":
+        if self.min > self.max:
+            raise ValueError(f"replicas.min ({self.min}) exceeds replicas.max ({self.max})")
+        return self
+
+
+class VersionSpec(_Strict):
+    engine: dict = Field(default_factory=dict)  # EngineConfig overrides
+    replicas: Replicas = Replicas()
+
+
+class ModelSpec(_Strict):
+    weights: str
+    price: Price
+    versions: dict[str, VersionSpec]
+
+
+class EmbeddingSpec(_Strict):
+    price: Price
+
+
+class AliasSpec(_Strict):
+    weights: dict[str, int]
+    fallbacks: list[str] = Field(default_factory=list)
+
+    @field_validator("weights")
+    @classmethod
+    def _sum_100(cls, v: dict[str, int]) -> dict[str, int]:
+        if any(w < 0 for w in v.values()):
+            raise ValueError("weights must be >= 0")
+        if sum(v.values()) != 100:
+            raise ValueError(f"weights must sum to 100, got {sum(v.values())}")
+        return v
+
+
+class Catalogue(_Strict):
+    models: dict[str, ModelSpec]
+    embeddings: dict[str, EmbeddingSpec] = Field(default_factory=dict)
+    aliases: dict[str, AliasSpec] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _references(self) -> "Catalogue":
+        known = set(self.version_names())
+        for alias, spec in self.aliases.items():
+            for v in [*spec.weights, *spec.fallbacks]:
+                if v not in known:
+                    raise ValueError(f"aliases.{alias}: unknown version {v!r}")
+        return self
+
+    def version_names(self) -> list[str]:
+        return [f"{m}@{v}" for m, spec in self.models.items() for v in spec.versions]
+
+    def version(self, name: str) -> tuple[str, ModelSpec, VersionSpec]:
+        model, _, ver = name.partition("@")
+        spec = self.models.get(model)
+        if spec is None or ver not in spec.versions:
+            raise KeyError(name)
+        return model, spec, spec.versions[ver]
+
+
+def load_catalogue(path: str | Path) -> Catalogue:
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise CatalogueError(f"catalogue {path}: {e}") from e
+    return parse_catalogue(raw, source=str(path))
+
+
+def parse_catalogue(raw: object, *, source: str = "catalogue") -> Catalogue:
+    try:
+        return Catalogue.model_validate(raw)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise CatalogueError(f"{source}: {loc}: {first['msg']}") from e

@@ -1,0 +1,89 @@
+"""Grouped-query attention over the paged KV cache.
+
+The cache of one layer is a pair of tensors [num_blocks, block_size, num_kv_heads, head_dim]; a token's
+K/V lives at flat slot block_id * block_size + offset. The runner builds one AttentionMetadata per step
+(slot mapping, block tables, masks) and every layer reuses it, so per-layer work has no Python loops
+over decode sequences."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass(slots=True)
+class PrefillChunk:
+    """A run of >1 new tokens of one sequence, contiguous in the flat batch at [start, end)."""
+
+    start: int
+    end: int
+    context_len: int              # tokens of this sequence in the cache once the chunk is written
+    block_ids: torch.Tensor       # [ceil(context_len / block_size)] long
+    mask: torch.Tensor | None     # [num_new, context_len] bool; None: nothing cached before, plain causal
+
+
+@dataclass(slots=True)
+class AttentionMetadata:
+    slot_mapping: torch.Tensor                 # [num_tokens] long: where each new token's K/V goes
+    num_decode: int = 0                        # decode tokens (one per sequence) come first in the batch
+    decode_block_tables: torch.Tensor | None = None  # [num_decode, max_blocks] long, padded with block 0
+    decode_bias: torch.Tensor | None = None    # [num_decode, 1, 1, max_blocks * block_size]: 0 or -inf
+    prefills: list[PrefillChunk] = field(default_factory=list)
+
+
+class PagedAttention(torch.nn.Module):
+    def __init__(self, num_heads: int, num_kv_heads: int, head_dim: int) -> None:
+        super().__init__()
+        if num_heads % num_kv_heads:
+            raise ValueError(f"num_heads {num_heads} is not a multiple of num_kv_heads {num_kv_heads}")
+        self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
+        self.group = num_heads // num_kv_heads
+        self.head_dim = head_dim
+        self.scale = 1.0 / math.sqrt(head_dim)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                k_cache: torch.Tensor, v_cache: torch.Tensor, meta: AttentionMetadata) -> torch.Tensor:
+        """q: [T, H, D]; k, v: [T, KVH, D]; caches: [num_blocks, block_size, KVH, D]. Returns [T, H, D]."""
+        k_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, meta.slot_mapping, k)
+        v_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, meta.slot_mapping, v)
+        if meta.num_decode == q.shape[0]:
+            return self._decode(q, k_cache, v_cache, meta)
+        out = torch.empty_like(q)
+        if meta.num_decode:
+            out[:meta.num_decode] = self._decode(q[:meta.num_decode], k_cache, v_cache, meta)
+        for chunk in meta.prefills:
+            out[chunk.start:chunk.end] = self._prefill(q, k, v, k_cache, v_cache, chunk)
+        return out
+
+    def _decode(self, q, k_cache, v_cache, meta: AttentionMetadata) -> torch.Tensor:
+        n, max_blocks = meta.decode_block_tables.shape
+        length = max_blocks * k_cache.shape[1]
+        # [n, KVH, L, D]: every decode sequence's context, padded to the longest; padding is masked by the bias.
+        keys = k_cache[meta.decode_block_tables].view(n, length, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        values = v_cache[meta.decode_block_tables].view(n, length, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        # Query heads of one KV group share its keys: [n, KVH, group, D] @ [n, KVH, D, L] -> [n, KVH, group, L]
+        scores = torch.matmul(q.view(n, self.num_kv_heads, self.group, self.head_dim), keys.transpose(-1, -2))
+        scores = scores.mul_(self.scale).add_(meta.decode_bias)
+        probs = torch.softmax(scores, dim=-1)
+        return torch.matmul(probs, values).view(n, self.num_heads, self.head_dim)
+
+    def _prefill(self, q, k, v, k_cache, v_cache, chunk: PrefillChunk) -> torch.Tensor:
+        q_chunk = q[chunk.start:chunk.end].transpose(0, 1).unsqueeze(0)  # [1, H, n, D]
+        if chunk.mask is None:
+            # Nothing cached before this chunk: attend to its own fresh K/V, causally.
+            keys = k[chunk.start:chunk.end].transpose(0, 1).unsqueeze(0)
+            values = v[chunk.start:chunk.end].transpose(0, 1).unsqueeze(0)
+            out = F.scaled_dot_product_attention(q_chunk, keys, values, is_causal=True, enable_gqa=True)
+        else:
+            keys = self._gather(k_cache, chunk)
+            values = self._gather(v_cache, chunk)
+            out = F.scaled_dot_product_attention(q_chunk, keys, values, attn_mask=chunk.mask, enable_gqa=True)
+        return out[0].transpose(0, 1)
+
+    def _gather(self, cache: torch.Tensor, chunk: PrefillChunk) -> torch.Tensor:
+        # [1, KVH, context_len, D]
+        flat = cache[chunk.block_ids].view(-1, self.num_kv_heads, self.head_dim)[:chunk.context_len]
+        return flat.transpose(0, 1).unsqueeze(0)

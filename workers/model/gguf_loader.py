@@ -1,0 +1,55 @@
+"""Read a GGUF file: its metadata as plain Python values and its tensors dequantized to torch."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from gguf import GGMLQuantizationType, GGUFReader
+from gguf.quants import dequantize
+
+# Tensor types we turn into float32. Anything else is refused by name rather than guessed at.
+SUPPORTED_TYPES = frozenset({
+    GGMLQuantizationType.F32,
+    GGMLQuantizationType.F16,
+    GGMLQuantizationType.BF16,
+    GGMLQuantizationType.Q8_0,
+    GGMLQuantizationType.Q4_0,
+    GGMLQuantizationType.Q4_1,
+})
+
+
+@dataclass(slots=True)
+class GGUFCheckpoint:
+    path: Path
+    metadata: dict[str, object]      # "llama.block_count" -> 30, "tokenizer.ggml.tokens" -> [...]
+    tensors: dict[str, torch.Tensor]  # GGUF names ("blk.0.attn_q.weight"), float32, [out, in] for matrices
+
+    @property
+    def architecture(self) -> str:
+        return str(self.metadata["general.architecture"])
+
+
+def read_metadata(reader: GGUFReader) -> dict[str, object]:
+    return {name: field.contents() for name, field in reader.fields.items()}
+
+
+def dequantize_tensor(tensor) -> torch.Tensor:
+    """One reader tensor to float32 torch, in row-major [rows, cols] order (GGUF lists shapes reversed)."""
+    if tensor.tensor_type not in SUPPORTED_TYPES:
+        raise ValueError(f"tensor {tensor.name}: unsupported GGUF type {tensor.tensor_type.name}")
+    array = dequantize(tensor.data, tensor.tensor_type).astype(np.float32, copy=False)
+    shape = tuple(int(d) for d in reversed(tensor.shape))
+    if not array.flags.writeable:  # F32/F16 data is a read-only view of the memory-mapped file
+        array = array.copy()
+    return torch.from_numpy(np.ascontiguousarray(array).reshape(shape))
+
+
+def read_gguf(path: str | Path, *, with_tensors: bool = True) -> GGUFCheckpoint:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no GGUF file at {path}")
+    reader = GGUFReader(str(path))
+    tensors = {t.name: dequantize_tensor(t) for t in reader.tensors} if with_tensors else {}
+    return GGUFCheckpoint(path=path, metadata=read_metadata(reader), tensors=tensors)

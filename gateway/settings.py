@@ -24,6 +24,17 @@ class Settings(BaseSettings):
     max_body_bytes: int = 1_000_000
     request_timeout_s: float = 120.0
     log_level: str = "INFO"
+    # Automatic canary rollback (gateway.routing.canary.RollbackPolicy).
+    route_rollback_enabled: bool = True
+    route_rollback_window_s: float = 60.0
+    route_rollback_min_samples: int = 20
+    route_rollback_error_margin: float = 0.05  # absolute error-rate excess over stable
+    route_rollback_ttft_margin: float = 0.5  # relative p99 TTFT excess over stable
+    # Ray Serve pool (gateway.serving.ray_backend); ray_address "" starts a local Ray.
+    ray_num_cpus: float | None = None  # local Ray only; None: all cores
+    ray_namespace: str = "tollgate"
+    ray_prefix_routing: bool = False  # send requests sharing a prompt prefix to the same replica
+    ray_deploy: bool = True  # False: attach to applications someone else deployed
     currency: str = "USD"
 
     @property

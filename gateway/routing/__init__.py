@@ -1,0 +1,1 @@
+"""Which version serves a request: weighted canary splits, pins, fallbacks and rollbacks."""

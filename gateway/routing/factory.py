@@ -1,0 +1,21 @@
+"""Build the gateway's Router from Settings: the rollback policy and where routes persist."""
+from __future__ import annotations
+
+from gateway.catalogue import Catalogue
+from gateway.db.database import Database
+from gateway.routing.canary import RollbackPolicy
+from gateway.routing.router import Router
+from gateway.routing.sql_store import SqlRouteStore
+from gateway.settings import Settings
+
+
+def rollback_policy(settings: Settings) -> RollbackPolicy:
+    return RollbackPolicy(enabled=settings.route_rollback_enabled, window_s=settings.route_rollback_window_s,
+                          min_samples=settings.route_rollback_min_samples,
+                          error_rate_margin=settings.route_rollback_error_margin,
+                          ttft_p99_margin=settings.route_rollback_ttft_margin)
+
+
+def build_router(settings: Settings, catalogue: Catalogue, db: Database) -> Router:
+    """Routes persist in the gateway database (migration 0002 creates the tables)."""
+    return Router(catalogue, store=SqlRouteStore(db), rollback=rollback_policy(settings))

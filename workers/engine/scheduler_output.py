@@ -8,18 +8,21 @@ from workers.engine.sequence import Sequence
 
 @dataclass(slots=True)
 class ScheduledSequence:
+    """The scheduler's decision for one sequence this step. `start` and `samples` are frozen
+    when the decision is made, so they stay true after the step has advanced the sequence."""
+
     seq: Sequence
     # Compute tokens seq.token_ids[start : start + num_new_tokens], start = seq.num_computed_tokens.
     num_new_tokens: int
+    start: int = field(init=False)
+    # True when this chunk reaches the end of the known tokens: the runner samples a next token.
+    samples: bool = field(init=False)
 
-    @property
-    def start(self) -> int:
-        return self.seq.num_computed_tokens
-
-    @property
-    def samples(self) -> bool:
-        """True when this chunk reaches the end of the known tokens: the runner samples a next token."""
-        return self.start + self.num_new_tokens == self.seq.num_tokens
+    def __post_init__(self) -> None:
+        if self.num_new_tokens < 1:
+            raise ValueError(f"num_new_tokens must be >= 1, got {self.num_new_tokens}")
+        self.start = self.seq.num_computed_tokens
+        self.samples = self.start + self.num_new_tokens == self.seq.num_tokens
 
 
 @dataclass(slots=True)

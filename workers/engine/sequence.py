@@ -32,6 +32,7 @@ class Sequence:
     finish_reason: str | None = None  # "stop" | "length" | "abort"
     first_scheduled_time: float | None = None
     first_token_time: float | None = None
+    finished_time: float | None = None
 
     @property
     def num_tokens(self) -> int:

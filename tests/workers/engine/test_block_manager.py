@@ -1,0 +1,147 @@
+import pytest
+
+from workers.engine.block_manager import BlockManager
+from workers.engine.sequence import Sequence
+from workers.sampling_params import SamplingParams
+
+BS = 4
+
+
+def make_seq(tokens, rid="r"):
+    return Sequence(rid, list(tokens), len(tokens), SamplingParams(), BS)
+
+
+def compute(bm, seq, n, cached=()):
+    """What the scheduler + runner do for one chunk: allocate, compute, publish full blocks."""
+    assert bm.allocate_slots(seq, n, list(cached))
+    seq.num_computed_tokens += len(cached) * BS + n
+    bm.cache_blocks(seq)
+
+
+def assert_all_free(bm):
+    assert bm.num_free_blocks == bm.num_blocks and bm.num_used_blocks == 0
+    assert all(b.ref_count == 0 for b in bm.blocks)
+
+
+def test_rejects_bad_sizes():
+    with pytest.raises(ValueError, match="num_blocks"):
+        BlockManager(0, BS)
+    with pytest.raises(ValueError, match="block_size"):
+        BlockManager(4, 0)
+
+
+def test_allocate_and_free_counts_blocks():
+    bm = BlockManager(8, BS)
+    seq = make_seq(range(10))
+    assert bm.can_allocate_slots(seq, 10)
+    compute(bm, seq, 10)
+    assert len(seq.block_table) == 3 and bm.num_used_blocks == 3
+    seq.token_ids.append(99)
+    assert bm.allocate_slots(seq, 1) and len(seq.block_table) == 3  # slot 11 fits the last block
+    bm.free(seq)
+    assert seq.block_table == []
+    assert_all_free(bm)
+
+
+def test_allocate_fails_without_side_effects_when_short():
+    bm = BlockManager(2, BS)
+    seq = make_seq(range(12))
+    assert not bm.can_allocate_slots(seq, 12)
+    assert not bm.allocate_slots(seq, 12)
+    assert seq.block_table == [] and bm.num_free_blocks == 2
+
+
+def test_double_free_is_an_error():
+    bm = BlockManager(4, BS)
+    seq = make_seq(range(4))
+    compute(bm, seq, 4)
+    table = list(seq.block_table)
+    bm.free(seq)
+    seq.block_table = table
+    with pytest.raises(RuntimeError, match="freed twice"):
+        bm.free(seq)
+
+
+def test_full_blocks_are_shared_by_chained_hash_with_ref_counts():
+    bm = BlockManager(16, BS)
+    a = make_seq(list(range(13)), "a")
+    compute(bm, a, 13)
+    b = make_seq(list(range(12)) + [77, 78], "b")
+    cached = bm.find_cached_prefix(b)
+    assert cached == a.block_table[:3]
+    compute(bm, b, b.num_tokens - 3 * BS, cached)
+    assert [bm.blocks[i].ref_count for i in a.block_table[:3]] == [2, 2, 2]
+    assert bm.stats.hits == 3 and bm.stats.queries == 3 + 3
+    bm.free(a)
+    assert [bm.blocks[i].ref_count for i in b.block_table[:3]] == [1, 1, 1]
+    bm.free(b)
+    assert_all_free(bm)
+
+
+def test_same_block_tokens_after_a_different_parent_do_not_match():
+    bm = BlockManager(16, BS)
+    a = make_seq([1, 2, 3, 4, 5, 6, 7, 8, 9], "a")
+    compute(bm, a, 9)
+    b = make_seq([0, 0, 0, 0, 5, 6, 7, 8, 9], "b")  # block 1 equal, block 0 not
+    assert bm.find_cached_prefix(b) == []
+
+
+def test_last_token_is_always_computed_even_if_fully_cached():
+    bm = BlockManager(16, BS)
+    a = make_seq(range(8), "a")
+    compute(bm, a, 8)
+    b = make_seq(range(8), "b")
+    assert len(bm.find_cached_prefix(b)) == 1  # block 2 holds the last token: recomputed
+
+
+def test_freed_blocks_stay_cached_until_a_fresh_block_is_needed():
+    bm = BlockManager(4, BS)
+    a = make_seq(range(9), "a")
+    compute(bm, a, 9)  # 3 blocks: 2 full and published, 1 partial
+    head, tail = a.block_table[0], a.block_table[1]
+    bm.free(a)
+    assert bm.num_free_blocks == 4 and bm.num_cached_blocks == 2
+    b = make_seq(range(100, 103), "b")  # one block: a never-cached one goes first
+    compute(bm, b, 3)
+    assert bm.num_cached_blocks == 2 and bm.stats.evictions == 0
+    c = make_seq(range(200, 207), "c")  # two blocks: the last unhashed one, then evict the LRU
+    compute(bm, c, 7)
+    assert bm.stats.evictions == 1 and tail in c.block_table  # a's tail was freed first
+    assert bm.find_cached_prefix(make_seq(range(9), "d")) == [head]
+
+
+def test_lru_evicts_least_recently_freed_first():
+    bm = BlockManager(3, BS)
+    p, q = make_seq(range(4), "p"), make_seq(range(10, 14), "q")
+    compute(bm, p, 4)
+    compute(bm, q, 4)
+    bm.free(p)
+    bm.free(q)
+    r = make_seq(range(50, 58), "r")
+    compute(bm, r, 8)  # the unhashed block, then one eviction: p's, freed longest ago
+    assert bm.stats.evictions == 1
+    assert bm.find_cached_prefix(make_seq(range(5), "p2")) == []
+    assert len(bm.find_cached_prefix(make_seq(range(10, 15), "q2"))) == 1
+
+
+def test_revived_cached_blocks_count_against_the_free_pool():
+    bm = BlockManager(3, BS)
+    a = make_seq(range(9), "a")
+    compute(bm, a, 9)
+    bm.free(a)
+    b = make_seq(list(range(8)) + [1, 2, 3, 4, 5], "b")
+    cached = bm.find_cached_prefix(b)
+    assert len(cached) == 2
+    # 2 revived + 2 fresh = 4 > 3 blocks: refused without touching anything.
+    assert not bm.allocate_slots(b, b.num_tokens - 8, cached)
+    assert bm.num_free_blocks == 3 and b.block_table == []
+
+
+def test_prefix_caching_disabled_never_shares():
+    bm = BlockManager(8, BS, enable_prefix_caching=False)
+    a = make_seq(range(9), "a")
+    compute(bm, a, 9)
+    assert bm.find_cached_prefix(make_seq(range(9), "b")) == []
+    bm.free(a)
+    assert bm.num_cached_blocks == 0
+    assert_all_free(bm)

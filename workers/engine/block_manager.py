@@ -1,0 +1,159 @@
+"""The KV block pool: a free list, ref counts and chained-hash prefix reuse.
+
+Knows sequences only through their token ids and block tables; never touches tensors.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+
+from workers.engine.block import Block, chain_hash
+from workers.engine.sequence import Sequence
+
+
+@dataclass(slots=True)
+class PrefixCacheStats:
+    """Cumulative, in blocks: full prompt blocks looked up on admission, and those found cached."""
+
+    queries: int = 0
+    hits: int = 0
+    evictions: int = 0
+
+
+class BlockManager:
+    def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True) -> None:
+        if num_blocks < 1:
+            raise ValueError(f"num_blocks must be >= 1, got {num_blocks}")
+        if block_size < 1:
+            raise ValueError(f"block_size must be >= 1, got {block_size}")
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.enable_prefix_caching = enable_prefix_caching
+        self.blocks = [Block(i) for i in range(num_blocks)]
+        self._free: deque[int] = deque(range(num_blocks))  # ref 0, no hash: handed out first
+        self._evictable: OrderedDict[int, None] = OrderedDict()  # ref 0, hashed; least recent first
+        self._cached: dict[int, int] = {}  # block hash -> block id
+        self.stats = PrefixCacheStats()
+
+    @property
+    def num_free_blocks(self) -> int:
+        return len(self._free) + len(self._evictable)
+
+    @property
+    def num_used_blocks(self) -> int:
+        return self.num_blocks - self.num_free_blocks
+
+    @property
+    def num_cached_blocks(self) -> int:
+        return len(self._cached)
+
+    def find_cached_prefix(self, seq: Sequence) -> list[int]:
+        """Block ids holding the longest cached run of seq's full leading blocks.
+
+        The block holding the last token is never taken from the cache: at least one token
+        must be computed so the model has logits to sample from."""
+        if not self.enable_prefix_caching or seq.block_table:
+            return []
+        hits: list[int] = []
+        parent = None
+        for i in range(self._num_lookup_blocks(seq)):
+            tokens = tuple(seq.block_tokens(i))
+            h = chain_hash(parent, tokens)
+            block_id = self._cached.get(h)
+            if block_id is None or not self._matches(self.blocks[block_id], parent, tokens):
+                break
+            hits.append(block_id)
+            parent = h
+        return hits
+
+    def can_allocate_slots(self, seq: Sequence, num_new_tokens: int, cached: list[int] = ()) -> bool:
+        # Reusing a cached block that sits in the evictable list takes it out of the free pool.
+        revived = sum(1 for b in cached if self.blocks[b].ref_count == 0)
+        return self._num_blocks_needed(seq, num_new_tokens, cached) <= self.num_free_blocks - revived
+
+    def allocate_slots(self, seq: Sequence, num_new_tokens: int, cached: list[int] = ()) -> bool:
+        """Grow seq's block table to hold its computed tokens, `cached` (only on admission) and
+        `num_new_tokens` more. Returns False, changing nothing, when the pool is short."""
+        if num_new_tokens < 0:
+            raise ValueError(f"num_new_tokens must be >= 0, got {num_new_tokens}")
+        if not self.can_allocate_slots(seq, num_new_tokens, cached):
+            return False
+        num_fresh = self._num_blocks_needed(seq, num_new_tokens, cached)
+        if not seq.block_table:
+            self._count_lookup(seq, len(cached))
+        for block_id in cached:
+            self._touch(block_id)
+            seq.block_table.append(block_id)
+        for _ in range(num_fresh):
+            seq.block_table.append(self._take_fresh())
+        return True
+
+    def cache_blocks(self, seq: Sequence) -> None:
+        """Publish seq's full, computed blocks under their chained hashes (call after a step)."""
+        if not self.enable_prefix_caching:
+            return
+        parent = None
+        for i in range(seq.num_computed_tokens // self.block_size):
+            block = self.blocks[seq.block_table[i]]
+            if block.hash is None:
+                tokens = tuple(seq.block_tokens(i))
+                block.hash, block.parent_hash, block.token_ids = chain_hash(parent, tokens), parent, tokens
+                # A twin computed concurrently may own the hash already; keep that one published.
+                self._cached.setdefault(block.hash, block.block_id)
+            parent = block.hash
+
+    def free(self, seq: Sequence) -> None:
+        # Tail blocks first, so they are evicted before the shared heads of the same sequence.
+        for block_id in reversed(seq.block_table):
+            block = self.blocks[block_id]
+            if block.ref_count < 1:
+                raise RuntimeError(f"block {block_id} of {seq.request_id!r} freed twice")
+            block.ref_count -= 1
+            if block.ref_count == 0:
+                self._release(block)
+        seq.block_table = []
+
+    def _num_lookup_blocks(self, seq: Sequence) -> int:
+        return (seq.num_tokens - 1) // self.block_size
+
+    def _num_blocks_needed(self, seq: Sequence, num_new_tokens: int, cached: list[int]) -> int:
+        held = len(seq.block_table) + len(cached)
+        num_tokens = max(seq.num_computed_tokens, held * self.block_size if cached else 0) + num_new_tokens
+        return max(0, -(-num_tokens // self.block_size) - held)
+
+    @staticmethod
+    def _matches(block: Block, parent: int | None, tokens: tuple[int, ...]) -> bool:
+        # Guards against hash collisions: the block must hold exactly these tokens after this parent.
+        return block.parent_hash == parent and block.token_ids == tokens
+
+    def _count_lookup(self, seq: Sequence, num_hits: int) -> None:
+        if self.enable_prefix_caching:
+            self.stats.queries += self._num_lookup_blocks(seq)
+            self.stats.hits += num_hits
+
+    def _touch(self, block_id: int) -> None:
+        block = self.blocks[block_id]
+        if block.ref_count == 0:
+            del self._evictable[block_id]
+        block.ref_count += 1
+
+    def _take_fresh(self) -> int:
+        if self._free:
+            block_id = self._free.popleft()
+        else:
+            block_id, _ = self._evictable.popitem(last=False)
+            self._evict(self.blocks[block_id])
+        self.blocks[block_id].ref_count = 1
+        return block_id
+
+    def _evict(self, block: Block) -> None:
+        if self._cached.get(block.hash) == block.block_id:
+            del self._cached[block.hash]
+        block.forget()
+        self.stats.evictions += 1
+
+    def _release(self, block: Block) -> None:
+        if block.hash is not None:
+            self._evictable[block.block_id] = None
+        else:
+            self._free.append(block.block_id)

@@ -1,0 +1,7 @@
+"""The gateway's own tables. Importing this package registers them all on Base.metadata."""
+from gateway.db.models.api_key import ApiKey
+from gateway.db.models.price import Price
+from gateway.db.models.tenant import Tenant
+from gateway.db.models.usage import Usage
+
+__all__ = ["ApiKey", "Price", "Tenant", "Usage"]

@@ -1,0 +1,33 @@
+"""A tenant: who pays, with its limits and semantic-cache settings."""
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import Boolean, Float, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from gateway.db.base import Base
+from gateway.db.types import UTCDateTime, utcnow
+
+TENANT_STATUSES = ("active", "disabled")
+
+
+class Tenant(Base):
+    __tablename__ = "tenants"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=lambda: str(uuid.uuid4()))
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    status: Mapped[str] = mapped_column(String(16), default="active")
+    # None = unlimited.
+    rpm: Mapped[int | None] = mapped_column(Integer)
+    tpm: Mapped[int | None] = mapped_column(Integer)
+    monthly_token_budget: Mapped[int | None] = mapped_column(Integer)
+    cache_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    # Sampled outputs (temperature > 0) are only cached when the tenant opts in.
+    cache_allow_sampling: Mapped[bool] = mapped_column(Boolean, default=False)
+    # None = the cache's defaults.
+    cache_threshold: Mapped[float | None] = mapped_column(Float)
+    cache_ttl_s: Mapped[int | None] = mapped_column(Integer)
+    cache_max_entries: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,0 +1,112 @@
+"""Fakes for the engine's pure layers: a byte tokenizer and a runner that simulates the KV cache.
+
+FakeRunner honours ModelRunner's contract and checks the memory layer while it runs: it keeps
+the token each KV slot was computed for, and refuses to "attend" over a slot whose token is not
+the sequence's own, which is how a prefix-cache or block-table bug would corrupt real outputs.
+"""
+from __future__ import annotations
+
+import random
+import time
+
+from jinja2 import TemplateError
+
+from workers.config import EngineConfig
+from workers.engine.scheduler_output import SchedulerOutput
+
+EOS = 256
+ROLES = ("system", "user", "assistant")
+
+
+class FakeTokenizer:
+    """Token i < 256 is byte i; 256 is <eos>. Multi-byte characters span several tokens."""
+
+    vocab_size = 257
+    eos_token_ids = {EOS}
+
+    def encode(self, text: str) -> list[int]:
+        return list(text.encode("utf-8"))
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        out = bytearray()
+        for i in ids:
+            if i == EOS:
+                if not skip_special_tokens:
+                    out += b"<eos>"
+            else:
+                out.append(i)
+        return out.decode("utf-8", errors="replace")
+
+    def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True) -> list[int]:
+        text = ""
+        for m in messages:
+            if m["role"] not in ROLES:
+                raise TemplateError(f"unknown role {m['role']!r}")
+            text += f"<{m['role']}>{m['content']}\n"
+        return self.encode(text + ("<assistant>" if add_generation_prompt else ""))
+
+
+def next_printable(last: int) -> int:
+    """The default deterministic 'model': a printable ASCII byte that depends on the last token."""
+    return 32 + (last * 7 + 1) % 95
+
+
+class FakeRunner:
+    def __init__(self, config: EngineConfig, *, reply: bytes | None = None, max_model_len: int = 512,
+                 step_delay: float = 0.0, fail_at_step: int | None = None) -> None:
+        self.tokenizer = FakeTokenizer()
+        self.block_size = config.block_size
+        self.max_model_len = config.max_model_len or max_model_len
+        self.num_kv_blocks = config.num_kv_blocks or 64
+        self.reply = reply  # when set: output i is reply[i], then <eos>
+        self.step_delay = step_delay
+        self.fail_at_step = fail_at_step
+        self.seed = config.seed
+        self.kv: list[list[int | None]] = [[None] * self.block_size for _ in range(self.num_kv_blocks)]
+        self.rngs: dict[str, random.Random] = {}
+        self.released: list[str] = []
+        self.steps: list[SchedulerOutput] = []
+        self.batch_tokens: list[int] = []
+        self.batch_seqs: list[int] = []
+
+    def execute(self, out: SchedulerOutput) -> list[int | None]:
+        if self.fail_at_step is not None and len(self.steps) == self.fail_at_step:
+            raise RuntimeError("simulated runner failure")
+        self.steps.append(out)
+        self.batch_tokens.append(out.num_batched_tokens)
+        self.batch_seqs.append(len(out.scheduled))
+        if self.step_delay:
+            time.sleep(self.step_delay)
+        return [self._compute(s) for s in out.scheduled]
+
+    def release(self, request_id: str) -> None:
+        self.rngs.pop(request_id, None)
+        self.released.append(request_id)
+
+    def _compute(self, s) -> int | None:
+        seq, bs = s.seq, self.block_size
+        end = s.start + s.num_new_tokens
+        if len(seq.block_table) * bs < end or end > seq.num_tokens:
+            raise RuntimeError(f"{seq.request_id}: blocks {seq.block_table} do not cover {end} tokens")
+        for pos in range(s.start):  # attention reads every earlier slot: it must be ours
+            slot = self.kv[seq.block_table[pos // bs]][pos % bs]
+            if slot != seq.token_ids[pos]:
+                raise RuntimeError(f"{seq.request_id}: KV slot {pos} holds {slot}, expected {seq.token_ids[pos]}")
+        for pos in range(s.start, end):
+            self.kv[seq.block_table[pos // bs]][pos % bs] = seq.token_ids[pos]
+        return self._sample(seq) if s.samples else None
+
+    def _sample(self, seq) -> int:
+        if self.reply is not None:
+            n = seq.num_output_tokens
+            return self.reply[n] if n < len(self.reply) else EOS
+        if seq.params.temperature > 0:
+            seed = seq.params.seed if seq.params.seed is not None else self.seed
+            rng = self.rngs.setdefault(seq.request_id, random.Random(seed))
+            return rng.randrange(32, 127)
+        return next_printable(seq.token_ids[-1])
+
+
+def fake_config(**overrides) -> EngineConfig:
+    base = dict(model="fake", block_size=4, num_kv_blocks=64, max_num_seqs=8, max_num_batched_tokens=64)
+    return EngineConfig(**{**base, **overrides})

@@ -1,0 +1,82 @@
+"""Incremental detokenization and stop strings for one request.
+
+Decoding token by token is wrong for byte-level vocabularies: one UTF-8 character may span
+several tokens, and a lone token decodes to U+FFFD. So each update decodes a short window of
+recent tokens twice, with and without the new ones, and emits the difference once it no longer
+ends in an incomplete character.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+_REPLACEMENT = "\ufffd"
+_CONTEXT_TOKENS = 5  # prompt tokens decoded before the output, for tokenizers whose spacing needs context
+
+
+class Decoder(Protocol):
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str: ...
+
+
+class IncrementalDetokenizer:
+    def __init__(self, tokenizer: Decoder, stop: list[str], prompt_token_ids: list[int] = (),
+                 skip_special_tokens: bool = True) -> None:
+        self._tokenizer = tokenizer
+        self._stop = list(stop)
+        self._skip_special = skip_special_tokens
+        self._ids = list(prompt_token_ids[-_CONTEXT_TOKENS:])
+        self._prefix_offset = 0  # window start: decoded only to measure what is new
+        self._read_offset = len(self._ids)  # tokens before this are already in `text`
+        self.text = ""  # decoded output, truncated before a stop string once one appears
+        self.stopped = False  # a stop string was found: the request is over
+
+    def update(self, new_token_ids: list[int]) -> bool:
+        """Feed new output tokens; returns True when a stop string has ended the text."""
+        if self.stopped or not new_token_ids:
+            return self.stopped
+        self._ids.extend(new_token_ids)
+        delta = self._decode_new(flush=False)
+        self.text += delta
+        return self._truncate_at_stop(len(delta))
+
+    def flush(self) -> None:
+        """At the end of the request: emit whatever is left, incomplete characters included."""
+        if not self.stopped:
+            delta = self._decode_new(flush=True)
+            self.text += delta
+            self._truncate_at_stop(len(delta))
+
+    def visible_text(self, finished: bool) -> str:
+        """Text safe to show: a tail that could still grow into a stop string is held back."""
+        if finished or self.stopped:
+            return self.text
+        return self.text[:len(self.text) - self._partial_stop_len()]
+
+    def _decode_new(self, flush: bool) -> str:
+        before = self._decode(self._ids[self._prefix_offset:self._read_offset])
+        after = self._decode(self._ids[self._prefix_offset:])
+        if not flush and (len(after) <= len(before) or after.endswith(_REPLACEMENT)):
+            return ""  # an incomplete character: wait for the tokens that finish it
+        self._prefix_offset, self._read_offset = self._read_offset, len(self._ids)
+        return after[len(before):]
+
+    def _decode(self, ids: list[int]) -> str:
+        return self._tokenizer.decode(ids, skip_special_tokens=self._skip_special) if ids else ""
+
+    def _truncate_at_stop(self, delta_len: int) -> bool:
+        # Only a match that ends inside the new text is new: earlier ones were looked for already.
+        hits = [self.text.find(s, max(0, len(self.text) - delta_len - len(s) + 1)) for s in self._stop]
+        hits = [i for i in hits if i >= 0]
+        if hits:
+            self.text = self.text[:min(hits)]
+            self.stopped = True
+        return self.stopped
+
+    def _partial_stop_len(self) -> int:
+        """Length of the longest tail of `text` that is a proper prefix of some stop string."""
+        best = 0
+        for s in self._stop:
+            for k in range(min(len(s) - 1, len(self.text)), best, -1):
+                if self.text.endswith(s[:k]):
+                    best = k
+                    break
+        return best

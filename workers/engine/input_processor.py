@@ -1,0 +1,82 @@
+"""Turns a request into a Sequence, or a ValueError naming the bad field.
+
+Stateless apart from the tokenizer, so the async engine can call it on the event loop and a
+bad request is refused before it reaches the engine loop.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+from jinja2 import TemplateError
+
+from workers.engine.sequence import Sequence
+from workers.sampling_params import SamplingParams
+
+
+class PromptTokenizer(Protocol):
+    vocab_size: int
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True) -> list[int]: ...
+
+
+class InputProcessor:
+    def __init__(self, tokenizer: PromptTokenizer, *, max_model_len: int, kv_capacity_tokens: int,
+                 block_size: int) -> None:
+        self.tokenizer = tokenizer
+        self.max_model_len = max_model_len
+        self.kv_capacity_tokens = kv_capacity_tokens
+        self.block_size = block_size
+
+    def tokenize(self, prompt: str | list[int] | None = None, messages: list[dict] | None = None) -> list[int]:
+        if (prompt is None) == (messages is None):
+            raise ValueError("prompt: give exactly one of prompt or messages")
+        ids = self._tokenize_messages(messages) if messages is not None else self._tokenize_prompt(prompt)
+        self._check_length(ids)
+        return ids
+
+    def make_sequence(self, request_id: str, prompt: str | list[int] | None = None, *,
+                      messages: list[dict] | None = None, params: SamplingParams | None = None) -> Sequence:
+        if not isinstance(request_id, str) or not request_id:
+            raise ValueError(f"request_id must be a non-empty string, got {request_id!r}")
+        params = SamplingParams() if params is None else params
+        if not isinstance(params, SamplingParams):
+            raise ValueError(f"params must be SamplingParams, got {type(params).__name__}")
+        ids = self.tokenize(prompt, messages)
+        return Sequence(request_id, list(ids), len(ids), params, self.block_size)
+
+    def _tokenize_prompt(self, prompt: object) -> list[int]:
+        if isinstance(prompt, str):
+            if not prompt:
+                raise ValueError("prompt must not be empty")
+            return self.tokenizer.encode(prompt)
+        if not isinstance(prompt, list) or not prompt:
+            raise ValueError("prompt must be a non-empty string or a non-empty list of token ids")
+        vocab = self.tokenizer.vocab_size
+        if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab for t in prompt):
+            raise ValueError(f"prompt token ids must be integers in [0, {vocab})")
+        return list(prompt)
+
+    def _tokenize_messages(self, messages: object) -> list[int]:
+        if not isinstance(messages, list) or not messages:
+            raise ValueError("messages must be a non-empty list")
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not m["role"]:
+                raise ValueError(f"messages[{i}] must be a dict with a non-empty string 'role'")
+            if not isinstance(m.get("content"), str):
+                raise ValueError(f"messages[{i}] must have a string 'content'")
+        try:
+            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+        except (TemplateError, KeyError, TypeError, ValueError) as exc:
+            # The template itself refuses the conversation (e.g. an unknown role).
+            raise ValueError(f"messages: the chat template rejected them: {exc}") from exc
+        if not ids:
+            raise ValueError("messages rendered to an empty prompt")
+        return list(ids)
+
+    def _check_length(self, ids: list[int]) -> None:
+        if len(ids) > self.max_model_len:
+            raise ValueError(f"prompt is {len(ids)} tokens, longer than max_model_len {self.max_model_len}")
+        if len(ids) > self.kv_capacity_tokens:
+            raise ValueError(f"prompt is {len(ids)} tokens; the whole KV cache holds {self.kv_capacity_tokens}")

@@ -1,0 +1,88 @@
+"""The synchronous engine: requests in, one step at a time, RequestOutputs out.
+
+Not thread-safe: one thread drives it (the caller, or AsyncEngine's loop thread).
+"""
+from __future__ import annotations
+
+from prometheus_client import REGISTRY, CollectorRegistry
+
+from workers.config import EngineConfig
+from workers.engine.block_manager import BlockManager
+from workers.engine.input_processor import InputProcessor
+from workers.engine.metrics import EngineMetrics
+from workers.engine.output_processor import OutputProcessor
+from workers.engine.scheduler import Scheduler
+from workers.engine.sequence import Sequence
+from workers.outputs import RequestOutput
+from workers.sampling_params import SamplingParams
+
+
+def _build_runner(config: EngineConfig):
+    from workers.engine.model_runner import ModelRunner  # torch and the weights: only when needed
+
+    return ModelRunner(config)
+
+
+class LLMEngine:
+    def __init__(self, config: EngineConfig, runner=None, *, deltas: bool = False,
+                 model_name: str | None = None, registry: CollectorRegistry = REGISTRY) -> None:
+        self.config = config
+        self.runner = _build_runner(config) if runner is None else runner
+        self.tokenizer = self.runner.tokenizer
+        self.max_model_len = min(self.runner.max_model_len, config.max_model_len or self.runner.max_model_len)
+        kv_capacity = self.runner.num_kv_blocks * config.block_size
+        self.input_processor = InputProcessor(self.tokenizer, max_model_len=self.max_model_len,
+                                              kv_capacity_tokens=kv_capacity, block_size=config.block_size)
+        self.block_manager = BlockManager(self.runner.num_kv_blocks, config.block_size,
+                                          config.enable_prefix_caching)
+        # A sequence may never outgrow the pool, or preempting everyone else would not save it.
+        self.scheduler = Scheduler(config, self.block_manager, eos_token_ids=self.tokenizer.eos_token_ids,
+                                   max_seq_len=min(self.max_model_len, kv_capacity))
+        self.processor = OutputProcessor(self.tokenizer, deltas=deltas)
+        self.metrics = EngineMetrics(model_name or config.model, registry)
+
+    def add_request(self, request_id: str, prompt: str | list[int] | None = None, *,
+                    messages: list[dict] | None = None, params: SamplingParams | None = None) -> None:
+        """Validate and queue a request; ValueError (naming the field) leaves the engine untouched."""
+        self._check_new_id(request_id)
+        seq = self.input_processor.make_sequence(request_id, prompt, messages=messages, params=params)
+        self.add_sequence(seq, prompt if isinstance(prompt, str) else None)
+
+    def add_sequence(self, seq: Sequence, prompt: str | None = None) -> None:
+        """Queue a sequence already built by input_processor (the async engine validates early)."""
+        self._check_new_id(seq.request_id)
+        self.scheduler.add(seq)
+        self.processor.add(seq, prompt)
+
+    def step(self) -> list[RequestOutput]:
+        out = self.scheduler.schedule()
+        sampled = self.runner.execute(out) if out.scheduled else []
+        finished = self.scheduler.update(out, sampled)
+        finished += self.scheduler.finish(self.processor.detokenize(out), "stop")
+        outputs = self.processor.make_outputs(out)
+        self._release(finished)
+        self.metrics.record_step(out, finished, self.scheduler.stats())
+        return outputs
+
+    def abort(self, request_id: str) -> RequestOutput | None:
+        """Stop a request and free its blocks now; returns its final output (None if unknown)."""
+        seq = self.scheduler.abort(request_id)
+        if seq is None:
+            return None
+        self._release([seq])
+        return self.processor.abort(seq)
+
+    def abort_all(self) -> list[RequestOutput]:
+        outputs = [self.abort(request_id) for request_id in self.scheduler.request_ids()]
+        return [o for o in outputs if o is not None]
+
+    def has_unfinished_requests(self) -> bool:
+        return self.scheduler.has_unfinished()
+
+    def _check_new_id(self, request_id: str) -> None:
+        if request_id in self.scheduler:
+            raise ValueError(f"request_id {request_id!r} is already in flight")
+
+    def _release(self, seqs: list[Sequence]) -> None:
+        for seq in seqs:
+            self.runner.release(seq.request_id)

@@ -1,0 +1,189 @@
+"""AsyncEngine: the step loop in a thread, delta streams, aborts, failures."""
+import asyncio
+import time
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from tests.workers.engine.fakes import FakeRunner, fake_config
+from workers import LLM, SamplingParams
+from workers.engine.async_engine import AsyncEngine, EngineDeadError
+
+GREEDY = SamplingParams(max_tokens=8, temperature=0)
+LONG = SamplingParams(max_tokens=400, temperature=0, ignore_eos=True)
+
+
+def make(runner_kw=None, **cfg):
+    config = fake_config(**cfg)
+    return AsyncEngine(config, FakeRunner(config, **(runner_kw or {})), registry=CollectorRegistry())
+
+
+async def collect(engine, rid, prompt=None, **kw):
+    return [o async for o in engine.generate(rid, prompt, **kw)]
+
+
+async def wait_for(predicate, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        await asyncio.sleep(0.005)
+
+
+def no_leaks(engine):
+    bm = engine._engine.block_manager
+    return bm.num_free_blocks == bm.num_blocks and not engine._engine.has_unfinished_requests()
+
+
+async def test_concurrent_streams_concatenate_to_the_offline_result():
+    engine = make()
+    await engine.start()
+    prompts = [f"prompt {i} é" for i in range(5)]
+    streams = await asyncio.gather(*(collect(engine, f"r{i}", p, params=GREEDY) for i, p in enumerate(prompts)))
+    config = fake_config()
+    offline = LLM("fake", runner=FakeRunner(config), block_size=4, num_kv_blocks=64).generate(prompts, GREEDY)
+    for outs, ref in zip(streams, offline):
+        assert outs[-1].finished and all(not o.finished for o in outs[:-1])
+        assert "".join(o.outputs[0].text for o in outs) == ref.outputs[0].text
+        assert sum((o.outputs[0].token_ids for o in outs), []) == ref.outputs[0].token_ids
+        assert [o.num_output_tokens for o in outs] == list(range(1, 9))  # cumulative count
+        assert outs[-1].outputs[0].finish_reason == "length"
+    await wait_for(lambda: no_leaks(engine))
+    await engine.stop()
+
+
+async def test_stop_strings_stream_without_leaking_the_partial_match():
+    engine = make(runner_kw={"reply": "ab€cd</sto</stop>tail".encode()})
+    outs = await collect(engine, "s", "q", params=SamplingParams(max_tokens=40, stop=["</stop>"]))
+    text = "".join(o.outputs[0].text for o in outs)
+    assert text == "ab€cd</sto" and outs[-1].outputs[0].finish_reason == "stop"
+    assert all("\ufffd" not in o.outputs[0].text for o in outs)
+    await engine.stop()
+
+
+async def test_validation_errors_raise_on_first_anext_before_anything_is_queued():
+    engine = make()
+    with pytest.raises(ValueError, match="prompt"):
+        await engine.generate("bad", "").__anext__()
+    with pytest.raises(ValueError, match="messages"):
+        await engine.generate("bad", messages=[]).__anext__()
+    assert engine._commands == [] and engine._streams == {}
+    outs = await collect(engine, "good", "fine", params=GREEDY)
+    assert outs[-1].finished
+    await engine.stop()
+
+
+async def test_duplicate_in_flight_request_id_is_refused():
+    engine = make(runner_kw={"step_delay": 0.002})
+    first = engine.generate("dup", "abc", params=LONG)
+    await first.__anext__()
+    with pytest.raises(ValueError, match="request_id"):
+        await engine.generate("dup", "abc").__anext__()
+    await first.aclose()
+    await engine.stop()
+
+
+async def test_aclose_by_the_consumer_aborts_and_frees_blocks():
+    engine = make(runner_kw={"step_delay": 0.002})
+    gen = engine.generate("gone", "a prompt that takes blocks", params=LONG)
+    await gen.__anext__()
+    assert engine._engine.block_manager.num_used_blocks > 0
+    await gen.aclose()
+    await wait_for(lambda: no_leaks(engine))
+    assert "gone" in engine._engine.runner.released
+    await engine.stop()
+
+
+async def test_cancelling_the_consumer_task_aborts_the_request():
+    engine = make(runner_kw={"step_delay": 0.002})
+    started = asyncio.Event()
+
+    async def consume():
+        async for _ in engine.generate("c", "cancel me please", params=LONG):
+            started.set()
+
+    task = asyncio.create_task(consume())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await wait_for(lambda: no_leaks(engine))
+    await engine.stop()
+
+
+async def test_abort_frees_blocks_before_it_returns_and_ends_the_stream():
+    engine = make(runner_kw={"step_delay": 0.002})
+    gen = engine.generate("a", "abort me", params=LONG)
+    await gen.__anext__()
+    await engine.abort("a")
+    assert engine._engine.block_manager.num_used_blocks == 0
+    rest = [o async for o in gen]
+    assert rest[-1].finished and rest[-1].outputs[0].finish_reason == "abort"
+    await engine.abort("unknown")
+    await engine.stop()
+
+
+async def test_the_event_loop_is_not_blocked_while_the_engine_steps():
+    engine = make(runner_kw={"step_delay": 0.01})
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.002)
+            ticks += 1
+
+    t = asyncio.create_task(ticker())
+    started = time.monotonic()
+    await collect(engine, "slow", "x", params=SamplingParams(max_tokens=20, temperature=0))
+    elapsed = time.monotonic() - started
+    t.cancel()
+    assert elapsed >= 0.2  # 20+ steps of 10 ms ran...
+    assert ticks >= 20  # ...while the loop kept ticking
+    await engine.stop()
+
+
+async def test_idle_loop_thread_sleeps_instead_of_spinning():
+    engine = make()
+    await engine.start()
+    await asyncio.sleep(0.05)
+    assert engine._engine.runner.steps == []  # no empty steps were run while idle
+    assert engine.is_running
+    await engine.stop()
+    assert not engine.is_running
+
+
+async def test_a_failing_loop_fails_waiters_and_marks_unhealthy():
+    engine = make(runner_kw={"fail_at_step": 3})
+    results = await asyncio.gather(*(collect(engine, f"f{i}", "boom", params=LONG) for i in range(3)),
+                                   return_exceptions=True)
+    assert all(isinstance(r, EngineDeadError) for r in results)
+    assert not engine.is_healthy
+    with pytest.raises(EngineDeadError):
+        await engine.generate("late", "x").__anext__()
+    await engine.abort("f0")  # does not hang
+    await engine.stop()
+
+
+async def test_stop_fails_in_flight_requests_and_frees_everything():
+    engine = make(runner_kw={"step_delay": 0.002})
+    gen = engine.generate("s", "still running", params=LONG)
+    await gen.__anext__()
+    await engine.stop()
+    with pytest.raises(EngineDeadError):
+        async for _ in gen:
+            pass
+    assert engine._engine.block_manager.num_used_blocks == 0
+
+
+async def test_count_prompt_tokens_and_exposed_properties():
+    engine = make()
+    assert engine.count_prompt_tokens(prompt="héllo") == 6
+    assert engine.count_prompt_tokens(messages=[{"role": "user", "content": "hi"}]) == len(b"<user>hi\n<assistant>")
+    with pytest.raises(ValueError, match="prompt"):
+        engine.count_prompt_tokens()
+    with pytest.raises(ValueError, match="messages"):
+        engine.count_prompt_tokens(messages=[{"role": "user"}])
+    assert engine.max_model_len == 512 and engine.config.block_size == 4
+    assert engine.tokenizer.decode([104, 105]) == "hi"
+    assert engine.is_healthy

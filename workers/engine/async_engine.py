@@ -1,0 +1,208 @@
+"""The engine for asyncio servers: the step loop runs in its own thread.
+
+Threading model: only the loop thread touches the LLMEngine. The event loop validates requests
+(InputProcessor is stateless), then hands adds and aborts over through a command list guarded
+by a condition; the loop thread sleeps on that condition when it has nothing to do. Outputs come
+back with `call_soon_threadsafe` into one asyncio.Queue per request.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from prometheus_client import REGISTRY, CollectorRegistry
+
+from workers.config import EngineConfig
+from workers.engine.llm_engine import LLMEngine
+from workers.engine.sequence import Sequence
+from workers.outputs import RequestOutput
+from workers.sampling_params import SamplingParams
+
+
+class EngineDeadError(RuntimeError):
+    """The engine loop failed or stopped; in-flight and new requests get this."""
+
+
+@dataclass(slots=True)
+class _Add:
+    seq: Sequence
+    prompt: str | None
+
+
+@dataclass(slots=True)
+class _Abort:
+    request_id: str
+    done: asyncio.Future | None  # resolved once the blocks are free
+
+
+class AsyncEngine:
+    def __init__(self, config: EngineConfig, runner=None, *, model_name: str | None = None,
+                 registry: CollectorRegistry = REGISTRY) -> None:
+        name = model_name or f"{config.model}@{config.dtype}"
+        self._engine = LLMEngine(config, runner, deltas=True, model_name=name, registry=registry)
+        self._cond = threading.Condition()
+        self._commands: list[_Add | _Abort] = []  # guarded by _cond
+        self._stopping = False  # guarded by _cond
+        self._streams: dict[str, asyncio.Queue] = {}  # event-loop thread only
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def config(self) -> EngineConfig:
+        return self._engine.config
+
+    @property
+    def tokenizer(self):
+        return self._engine.tokenizer
+
+    @property
+    def max_model_len(self) -> int:
+        return self._engine.max_model_len
+
+    @property
+    def is_healthy(self) -> bool:
+        return self._error is None
+
+    @property
+    def is_running(self) -> bool:
+        return self.is_healthy and self._thread is not None and self._thread.is_alive()
+
+    def count_prompt_tokens(self, prompt: str | list[int] | None = None, messages: list[dict] | None = None) -> int:
+        """Tokens the prompt (or chat-templated messages) takes; ValueError on bad input."""
+        return len(self._engine.input_processor.tokenize(prompt, messages))
+
+    async def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        with self._cond:
+            self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="tollgate-engine", daemon=True)
+        self._thread.start()
+
+    async def stop(self) -> None:
+        """Abort everything in flight (waiters get EngineDeadError) and join the loop thread."""
+        if self._thread is None:
+            return
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        await asyncio.to_thread(self._thread.join)
+        self._thread = None
+        self._fail_streams(EngineDeadError("engine stopped"))
+
+    async def generate(self, request_id: str, prompt: str | list[int] | None = None, *,
+                       messages: list[dict] | None = None,
+                       params: SamplingParams | None = None) -> AsyncIterator[RequestOutput]:
+        """Stream delta outputs. Bad input raises ValueError before anything is queued; leaving
+        early (aclose, cancellation, a dropped client) aborts the request and frees its blocks."""
+        seq = self._engine.input_processor.make_sequence(request_id, prompt, messages=messages, params=params)
+        if request_id in self._streams:
+            raise ValueError(f"request_id {request_id!r} is already in flight")
+        await self.start()
+        if self._error is not None:
+            raise EngineDeadError("engine loop failed") from self._error
+        queue: asyncio.Queue = asyncio.Queue()
+        self._streams[request_id] = queue
+        self._submit(_Add(seq, prompt if isinstance(prompt, str) else None))
+        finished = False
+        try:
+            while not finished:
+                item = await queue.get()
+                if isinstance(item, BaseException):
+                    finished = True
+                    raise item
+                finished = item.finished
+                yield item
+        finally:
+            if self._streams.get(request_id) is queue:
+                del self._streams[request_id]
+            if not finished:
+                self._submit(_Abort(request_id, None))
+
+    async def abort(self, request_id: str) -> None:
+        """Abort a request; when this returns its KV blocks are back in the pool."""
+        if not self.is_running:
+            return
+        done = asyncio.get_running_loop().create_future()
+        self._submit(_Abort(request_id, done))
+        await done
+
+    def _submit(self, command: _Add | _Abort) -> None:
+        with self._cond:
+            self._commands.append(command)
+            self._cond.notify()
+
+    # ---- the loop thread -------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while (commands := self._next_commands()) is not None:
+                for command in commands:
+                    self._apply(command)
+                if self._engine.has_unfinished_requests():
+                    self._deliver(self._engine.step())
+        except Exception as exc:  # noqa: BLE001 - reported to every waiter, never dropped
+            self._error = exc
+            self._loop.call_soon_threadsafe(self._fail_streams, EngineDeadError(f"engine loop failed: {exc!r}"))
+        finally:
+            self._drain()
+
+    def _next_commands(self) -> list[_Add | _Abort] | None:
+        """Commands to apply, after sleeping while idle; None once stopping."""
+        with self._cond:
+            while not (self._stopping or self._commands or self._engine.has_unfinished_requests()):
+                self._cond.wait()
+            if self._stopping:
+                return None
+            commands, self._commands = self._commands, []
+            return commands
+
+    def _apply(self, command: _Add | _Abort) -> None:
+        if isinstance(command, _Abort):
+            final = self._engine.abort(command.request_id)
+            self._deliver([final] if final is not None else [], command.done)
+            return
+        try:
+            self._engine.add_sequence(command.seq, command.prompt)
+        except ValueError as exc:  # this request is refused; the others carry on
+            self._deliver([], None, (command.seq.request_id, exc))
+
+    def _deliver(self, outputs: list[RequestOutput], done: asyncio.Future | None = None,
+                 error: tuple[str, BaseException] | None = None) -> None:
+        if outputs or done is not None or error is not None:
+            self._loop.call_soon_threadsafe(self._dispatch, outputs, done, error)
+
+    def _drain(self) -> None:
+        """On the way out: free every request's blocks and settle pending aborts."""
+        with self._cond:
+            commands, self._commands = self._commands, []
+        self._engine.abort_all()
+        for command in commands:
+            if isinstance(command, _Abort) and command.done is not None:
+                self._loop.call_soon_threadsafe(_settle, command.done)
+
+    # ---- the event loop thread --------------------------------------------------------
+
+    def _dispatch(self, outputs: list[RequestOutput], done: asyncio.Future | None,
+                  error: tuple[str, BaseException] | None) -> None:
+        for out in outputs:
+            queue = self._streams.get(out.request_id)
+            if queue is not None:
+                queue.put_nowait(out)
+        if error is not None and error[0] in self._streams:
+            self._streams[error[0]].put_nowait(error[1])
+        if done is not None:
+            _settle(done)
+
+    def _fail_streams(self, exc: BaseException) -> None:
+        for queue in self._streams.values():
+            queue.put_nowait(exc)
+
+
+def _settle(done: asyncio.Future) -> None:
+    if not done.done():
+        done.set_result(None)

@@ -1,0 +1,35 @@
+"""Admin: monthly bills and the usage CSV export."""
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import StreamingResponse
+
+from gateway.api.admin.tenants import tenant_or_404
+from gateway.api.deps import ServicesDep, SessionDep
+from gateway.api.periods import MonthDep
+from gateway.billing.bills import all_bills, tenant_bill, usage_csv
+from gateway.schemas.billing import Bill, BillList
+
+router = APIRouter()
+
+
+@router.get("/tenants/{tenant_id}/bill", response_model=Bill)
+def bill(tenant_id: str, month: MonthDep, session: SessionDep, services: ServicesDep) -> Bill:
+    """A tenant's bill for a month (UTC): one line per model."""
+    tenant_or_404(session, tenant_id)
+    return tenant_bill(session, tenant_id=tenant_id, month=month, currency=services.settings.currency)
+
+
+@router.get("/bills", response_model=BillList)
+def bills(month: MonthDep, session: SessionDep, services: ServicesDep) -> BillList:
+    """Every tenant's bill for a month, empty ones included."""
+    return BillList(month=str(month),
+                    data=all_bills(session, month=month, currency=services.settings.currency))
+
+
+@router.get("/usage.csv", response_class=StreamingResponse)
+def usage_export(month: MonthDep, services: ServicesDep, tenant_id: str | None = None) -> StreamingResponse:
+    """Every ledger row of the month as CSV (optionally one tenant's)."""
+    return StreamingResponse(
+        usage_csv(services.database, period=month.period, tenant_id=tenant_id), media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="usage-{month}.csv"'})

@@ -1,0 +1,57 @@
+"""Admin: API keys. The secret is in the create response only."""
+from __future__ import annotations
+
+from datetime import UTC
+
+from fastapi import APIRouter
+
+from gateway.api.admin.tenants import tenant_or_404
+from gateway.api.deps import ServicesDep, SessionDep
+from gateway.api.errors import invalid_request, not_found
+from gateway.catalogue import Catalogue
+from gateway.crud.keys import create_key, get_key, list_keys, revoke_key
+from gateway.db.types import utcnow
+from gateway.schemas.admin import KeyCreate, KeyCreated, KeyList, KeyOut
+
+router = APIRouter()
+
+
+def servable_names(catalogue: Catalogue) -> set[str]:
+    """Every name a request may use as `model`."""
+    return {*catalogue.models, *catalogue.embeddings, *catalogue.aliases, *catalogue.version_names()}
+
+
+@router.post("/tenants/{tenant_id}/keys", status_code=201, response_model=KeyCreated)
+def create(tenant_id: str, body: KeyCreate, session: SessionDep, services: ServicesDep) -> KeyCreated:
+    """Issue a key; the response is the only place the secret ever appears."""
+    tenant_or_404(session, tenant_id)
+    if body.models is not None:
+        unknown = sorted(set(body.models) - servable_names(services.catalogue))
+        if unknown:
+            raise invalid_request(f"unknown models: {', '.join(unknown)}", param="models")
+    expires_at = body.expires_at
+    if expires_at is not None:
+        expires_at = expires_at.replace(tzinfo=UTC) if expires_at.tzinfo is None else expires_at
+        if expires_at <= utcnow():
+            raise invalid_request("expires_at is in the past", param="expires_at")
+    key, secret = create_key(session, tenant_id=tenant_id, models=body.models, expires_at=expires_at,
+                             rpm=body.rpm, tpm=body.tpm)
+    return KeyCreated.model_validate({**KeyOut.model_validate(key).model_dump(), "key": secret})
+
+
+@router.get("/tenants/{tenant_id}/keys", response_model=KeyList)
+def list_all(tenant_id: str, session: SessionDep) -> KeyList:
+    """A tenant's keys, without their secrets."""
+    tenant_or_404(session, tenant_id)
+    return KeyList(data=[KeyOut.model_validate(k) for k in list_keys(session, tenant_id=tenant_id)])
+
+
+@router.delete("/keys/{key_id}", response_model=KeyOut)
+def revoke(key_id: str, session: SessionDep, services: ServicesDep) -> KeyOut:
+    """Revoke a key (idempotent); refused from the next request on."""
+    key = get_key(session, key_id=key_id)
+    if key is None:
+        raise not_found(f"No API key with id {key_id!r}.")
+    key = revoke_key(session, key=key)
+    services.authenticator.invalidate_key(key_id)
+    return KeyOut.model_validate(key)

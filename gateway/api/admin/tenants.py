@@ -1,0 +1,59 @@
+"""Admin: tenants."""
+from __future__ import annotations
+
+from fastapi import APIRouter
+from sqlalchemy.orm import Session
+
+from gateway.api.deps import ServicesDep, SessionDep
+from gateway.api.errors import APIError, not_found
+from gateway.crud.errors import AlreadyExists
+from gateway.crud.tenants import create_tenant, get_tenant, list_tenants, update_tenant
+from gateway.db.models.tenant import Tenant
+from gateway.schemas.admin import TenantCreate, TenantList, TenantOut, TenantUpdate
+
+router = APIRouter()
+
+
+def tenant_or_404(session: Session, tenant_id: str) -> Tenant:
+    tenant = get_tenant(session, tenant_id=tenant_id)
+    if tenant is None:
+        raise not_found(f"No tenant with id {tenant_id!r}.")
+    return tenant
+
+
+def _name_taken(e: AlreadyExists) -> APIError:
+    return APIError(409, str(e), code="tenant_exists", param="name")
+
+
+@router.post("/tenants", status_code=201, response_model=TenantOut)
+def create(body: TenantCreate, session: SessionDep) -> TenantOut:
+    """Create a tenant."""
+    try:
+        tenant = create_tenant(session, **body.model_dump())
+    except AlreadyExists as e:
+        raise _name_taken(e) from e
+    return TenantOut.model_validate(tenant)
+
+
+@router.get("/tenants", response_model=TenantList)
+def list_all(session: SessionDep) -> TenantList:
+    """Every tenant."""
+    return TenantList(data=[TenantOut.model_validate(t) for t in list_tenants(session)])
+
+
+@router.get("/tenants/{tenant_id}", response_model=TenantOut)
+def read(tenant_id: str, session: SessionDep) -> TenantOut:
+    """One tenant."""
+    return TenantOut.model_validate(tenant_or_404(session, tenant_id))
+
+
+@router.patch("/tenants/{tenant_id}", response_model=TenantOut)
+def update(tenant_id: str, body: TenantUpdate, session: SessionDep, services: ServicesDep) -> TenantOut:
+    """Change limits, status or cache settings; takes effect on the next request in this process."""
+    tenant = tenant_or_404(session, tenant_id)
+    try:
+        tenant = update_tenant(session, tenant=tenant, changes=body.model_dump(exclude_unset=True))
+    except AlreadyExists as e:
+        raise _name_taken(e) from e
+    services.authenticator.invalidate_tenant(tenant_id)
+    return TenantOut.model_validate(tenant)

@@ -1,0 +1,68 @@
+"""Dependencies shared by routes: the DB session, the calling tenant, the admin check.
+
+Components come from `request.app.state.services` (built in gateway/services.py), which must
+have: database, prices, ledger, settings, catalogue, authenticator (KeyAuthenticator), admin_key.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session
+
+from gateway.api.errors import invalid_api_key
+from gateway.security.admin_key import admin_key_matches
+from gateway.security.authenticator import InvalidKey
+from gateway.security.principal import Principal, key_allows_model
+
+__all__ = ["AdminDep", "Principal", "ServicesDep", "SessionDep", "TenantDep", "authenticate",
+           "key_allows_model", "require_admin"]
+
+NO_KEY = ("You didn't provide an API key. You need to provide your API key in an Authorization "
+          "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
+
+
+def get_services(request: Request) -> Any:
+    return request.app.state.services
+
+
+ServicesDep = Annotated[Any, Depends(get_services)]
+
+
+def get_session(services: ServicesDep) -> Iterator[Session]:
+    with services.database.session() as session:
+        yield session
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def bearer_token(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise invalid_api_key(NO_KEY)
+    return token
+
+
+async def authenticate(request: Request) -> Principal:
+    """The tenant behind the Bearer key; 401 invalid_api_key otherwise."""
+    token = bearer_token(request)
+    try:
+        return await request.app.state.services.authenticator.authenticate(token)
+    except InvalidKey as e:
+        raise invalid_api_key(str(e)) from e
+
+
+TenantDep = Annotated[Principal, Depends(authenticate)]
+
+
+async def require_admin(request: Request) -> None:
+    """The admin credential as Bearer; anything else (a tenant key included) is a 401."""
+    if not admin_key_matches(bearer_token(request), request.app.state.services.admin_key):
+        raise invalid_api_key("Incorrect admin key provided.")
+
+
+AdminDep = Annotated[None, Depends(require_admin)]

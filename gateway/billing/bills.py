@@ -1,0 +1,68 @@
+"""Bills (per-model lines for a tenant and a period) and the usage CSV export."""
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from decimal import Decimal
+
+from sqlalchemy.orm import Session
+
+from gateway.billing.period import Month, Period
+from gateway.crud.tenants import list_tenants
+from gateway.crud.usage import ModelTotals, iter_usage, totals_by_model
+from gateway.db.database import Database
+from gateway.schemas.billing import Bill, BillLine, decimal_text
+
+CSV_COLUMNS = ("request_id", "created_at", "tenant_id", "key_id", "endpoint", "model", "version",
+               "prompt_tokens", "completion_tokens", "cached_tokens", "cache_hit", "cost", "currency",
+               "latency_ms", "ttft_ms", "status")
+
+
+def bill_lines(totals: list[ModelTotals]) -> tuple[list[BillLine], Decimal]:
+    lines = [BillLine(model=t.model, requests=t.requests, prompt_tokens=t.prompt_tokens,
+                      completion_tokens=t.completion_tokens, cached_tokens=t.cached_tokens, cost=t.cost)
+             for t in totals]
+    return lines, sum((line.cost for line in lines), Decimal(0))
+
+
+def tenant_bill(session: Session, *, tenant_id: str, month: Month, currency: str) -> Bill:
+    lines, total = bill_lines(totals_by_model(session, period=month.period, tenant_id=tenant_id))
+    return Bill(tenant_id=tenant_id, month=str(month), lines=lines, total_cost=total, currency=currency)
+
+
+def all_bills(session: Session, *, month: Month, currency: str) -> list[Bill]:
+    """One bill per tenant, including tenants with no usage (an empty bill)."""
+    by_tenant: dict[str, list[ModelTotals]] = {t.id: [] for t in list_tenants(session)}
+    for totals in totals_by_model(session, period=month.period):
+        by_tenant.setdefault(totals.tenant_id, []).append(totals)
+    bills = []
+    for tenant_id, totals in by_tenant.items():
+        lines, total = bill_lines(totals)
+        bills.append(Bill(tenant_id=tenant_id, month=str(month), lines=lines, total_cost=total,
+                          currency=currency))
+    return bills
+
+
+def usage_csv(database: Database, *, period: Period, tenant_id: str | None = None) -> Iterator[str]:
+    """The ledger rows of `period` as CSV text, a chunk at a time (its own session, so it can
+    outlive the request's)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(CSV_COLUMNS)
+    with database.session() as session:
+        for n, row in enumerate(iter_usage(session, period=period, tenant_id=tenant_id), 1):
+            writer.writerow(_csv_row(row))
+            if n % 500 == 0:
+                yield buf.getvalue()
+                buf.seek(0)
+                buf.truncate()
+    yield buf.getvalue()
+
+
+def _csv_row(row) -> list:
+    return [row.request_id, row.created_at.isoformat(), row.tenant_id, row.key_id or "", row.endpoint,
+            row.model, row.version or "", row.prompt_tokens, row.completion_tokens, row.cached_tokens,
+            "true" if row.cache_hit else "false", "" if row.cost is None else decimal_text(row.cost),
+            row.currency, "" if row.latency_ms is None else row.latency_ms,
+            "" if row.ttft_ms is None else row.ttft_ms, row.status]

@@ -1,0 +1,126 @@
+"""PriceBook: every price history in memory, so costing a request never waits on the database."""
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import ROUND_HALF_EVEN, Decimal
+
+from sqlalchemy.orm import Session
+
+from gateway.catalogue import Catalogue
+from gateway.crud.prices import list_prices, priced_models, set_price
+from gateway.db.database import Database
+from gateway.db.types import MONEY_QUANTUM, utcnow
+
+MILLION = Decimal(1_000_000)
+# Catalogue prices are the baseline "since always", so usage at any date has a price.
+CATALOGUE_EFFECTIVE_FROM = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class UnknownPrice(LookupError):
+    """No price in effect for this model at that time."""
+
+
+@dataclass(frozen=True, slots=True)
+class PricePoint:
+    model: str
+    input_per_million: Decimal
+    output_per_million: Decimal
+    cached_input_per_million: Decimal
+    cached_output_per_million: Decimal
+    effective_from: datetime
+
+
+def request_cost(price: PricePoint, *, prompt_tokens: int, completion_tokens: int,
+                 cached_tokens: int, cache_hit: bool) -> Decimal:
+    """Cached prompt tokens at the cached-input price, the rest at the input price; completion
+    tokens at the output price, or the cached-output price for a semantic-cache hit."""
+    cached = min(cached_tokens, prompt_tokens)
+    output = price.cached_output_per_million if cache_hit else price.output_per_million
+    micro = ((prompt_tokens - cached) * price.input_per_million
+             + cached * price.cached_input_per_million + completion_tokens * output)
+    return (micro / MILLION).quantize(MONEY_QUANTUM, rounding=ROUND_HALF_EVEN)
+
+
+class PriceBook:
+    """Loaded from the prices table; `reload()` after a change, and re-read every `refresh_s`
+    so several gateway processes converge on a price set through another one."""
+
+    def __init__(self, database: Database, *, refresh_s: float = 60.0) -> None:
+        self._database = database
+        self._refresh_s = refresh_s
+        self._lock = threading.Lock()
+        self._history: dict[str, list[PricePoint]] = {}  # model -> ascending effective_from
+        self._loaded_at: float | None = None
+
+    def reload(self) -> None:
+        with self._database.session() as session:
+            rows = list_prices(session)
+        history: dict[str, list[PricePoint]] = {}
+        for r in rows:
+            history.setdefault(r.model, []).append(PricePoint(
+                r.model, r.input_per_million, r.output_per_million, r.cached_input_per_million,
+                r.cached_output_per_million, r.effective_from))
+        with self._lock:
+            self._history, self._loaded_at = history, time.monotonic()
+
+    def _fresh(self) -> dict[str, list[PricePoint]]:
+        loaded = self._loaded_at
+        if loaded is None or time.monotonic() - loaded > self._refresh_s:
+            self.reload()
+        return self._history
+
+    def history(self, model: str) -> list[PricePoint]:
+        return list(self._fresh().get(model, []))
+
+    def price_at(self, model: str, when: datetime | None = None) -> PricePoint:
+        """The price in effect at `when` (now by default); UnknownPrice if none."""
+        when = when or utcnow()
+        points = self._fresh().get(model, [])
+        i = bisect.bisect_right([p.effective_from for p in points], when)
+        if i == 0:
+            raise UnknownPrice(f"no price for model {model!r} at {when.isoformat()}")
+        return points[i - 1]
+
+    def has_price(self, model: str, when: datetime | None = None) -> bool:
+        points = self._fresh().get(model, [])
+        return bool(points) and points[0].effective_from <= (when or utcnow())
+
+    def cost(self, model: str, *, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0,
+             cache_hit: bool = False, when: datetime | None = None) -> Decimal:
+        return request_cost(self.price_at(model, when), prompt_tokens=prompt_tokens,
+                            completion_tokens=completion_tokens, cached_tokens=cached_tokens,
+                            cache_hit=cache_hit)
+
+    def missing_prices(self, catalogue: Catalogue) -> list[str]:
+        """Catalogue models (chat and embedding) with no price now: they must not be served."""
+        return sorted(m for m in _catalogue_models(catalogue) if not self.has_price(m))
+
+
+def _catalogue_models(catalogue: Catalogue) -> list[str]:
+    return [*catalogue.models, *catalogue.embeddings]
+
+
+def _dec(value: float) -> Decimal:
+    return Decimal(str(value))  # 0.1 -> Decimal("0.1"), not the float's binary expansion
+
+
+def seed_prices_from_catalogue(session: Session, catalogue: Catalogue) -> list[str]:
+    """Insert the catalogue's price for every model that has none yet; returns those seeded.
+    Prices set through the admin API are never overwritten."""
+    have = priced_models(session)
+    specs = {**{m: s.price for m, s in catalogue.models.items()},
+             **{m: s.price for m, s in catalogue.embeddings.items()}}
+    seeded = []
+    for model, price in specs.items():
+        if model in have:
+            continue
+        set_price(session, model=model, input_per_million=_dec(price.input_per_million),
+                  output_per_million=_dec(price.output_per_million),
+                  cached_input_per_million=_dec(price.cached_input_per_million),
+                  effective_from=CATALOGUE_EFFECTIVE_FROM)
+        seeded.append(model)
+    return seeded

@@ -1,0 +1,53 @@
+"""API keys: issue (the secret is returned once), list, revoke, look up by hash."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from gateway.db.models.api_key import ApiKey
+from gateway.db.models.tenant import Tenant
+from gateway.db.types import utcnow
+from gateway.security.keys import generate_key
+
+
+def create_key(session: Session, *, tenant_id: str, models: list[str] | None = None,
+               expires_at: datetime | None = None, rpm: int | None = None,
+               tpm: int | None = None) -> tuple[ApiKey, str]:
+    """(row, secret). The secret exists nowhere else: hand it to the caller once."""
+    new = generate_key()
+    key = ApiKey(tenant_id=tenant_id, prefix=new.prefix, key_hash=new.key_hash, models=models,
+                 expires_at=expires_at, rpm=rpm, tpm=tpm)
+    session.add(key)
+    session.commit()
+    return key, new.key
+
+
+def get_key(session: Session, *, key_id: str) -> ApiKey | None:
+    return session.get(ApiKey, key_id)
+
+
+def list_keys(session: Session, *, tenant_id: str) -> list[ApiKey]:
+    stmt = select(ApiKey).where(ApiKey.tenant_id == tenant_id).order_by(ApiKey.created_at)
+    return list(session.scalars(stmt))
+
+
+def revoke_key(session: Session, *, key: ApiKey, when: datetime | None = None) -> ApiKey:
+    """Idempotent: a key revoked twice keeps its first revocation time."""
+    if key.revoked_at is None:
+        key.revoked_at = when or utcnow()
+        session.commit()
+    return key
+
+
+def find_key(session: Session, *, key_hash: str) -> tuple[ApiKey, Tenant] | None:
+    stmt = select(ApiKey, Tenant).join(Tenant, Tenant.id == ApiKey.tenant_id).where(
+        ApiKey.key_hash == key_hash)
+    row = session.execute(stmt).first()
+    return None if row is None else (row[0], row[1])
+
+
+def touch_key(session: Session, *, key_id: str, when: datetime | None = None) -> None:
+    session.execute(update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=when or utcnow()))
+    session.commit()

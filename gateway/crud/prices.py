@@ -1,0 +1,36 @@
+"""Prices: a history per model; the one in effect at T has the latest effective_from <= T."""
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from gateway.db.models.price import Price
+
+
+def list_prices(session: Session) -> list[Price]:
+    return list(session.scalars(select(Price).order_by(Price.model, Price.effective_from)))
+
+
+def set_price(session: Session, *, model: str, input_per_million: Decimal,
+              output_per_million: Decimal, effective_from: datetime,
+              cached_input_per_million: Decimal = Decimal(0),
+              cached_output_per_million: Decimal = Decimal(0)) -> Price:
+    """Add a price from `effective_from`; the same (model, effective_from) is overwritten."""
+    price = session.scalar(select(Price).where(Price.model == model,
+                                               Price.effective_from == effective_from))
+    if price is None:
+        price = Price(model=model, effective_from=effective_from)
+        session.add(price)
+    price.input_per_million = input_per_million
+    price.output_per_million = output_per_million
+    price.cached_input_per_million = cached_input_per_million
+    price.cached_output_per_million = cached_output_per_million
+    session.commit()
+    return price
+
+
+def priced_models(session: Session) -> set[str]:
+    return set(session.scalars(select(Price.model).distinct()))

@@ -1,0 +1,70 @@
+"""The usage ledger: idempotent inserts and the sums bills and budgets are made of."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from gateway.billing.period import Month, Period
+from gateway.db.models.usage import Usage
+
+_INSERT = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelTotals:
+    tenant_id: str
+    model: str
+    requests: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    cost: Decimal
+
+
+def insert_usage(connection: Connection, *, rows: list[dict[str, Any]]) -> None:
+    """Insert ledger rows in one executemany; a request_id already there is skipped."""
+    insert = _INSERT.get(connection.dialect.name)
+    if insert is None:
+        raise RuntimeError(f"the usage ledger supports sqlite and postgresql, not {connection.dialect.name}")
+    stmt = insert(Usage).on_conflict_do_nothing(index_elements=["request_id"])
+    connection.execute(stmt, rows)
+
+
+def month_tokens(session: Session, *, tenant_id: str, month: Month) -> int:
+    """Prompt + completion tokens the tenant used in `month` (what the budget counts)."""
+    stmt = select(func.coalesce(func.sum(Usage.prompt_tokens + Usage.completion_tokens), 0)).where(
+        Usage.tenant_id == tenant_id, Usage.created_at >= month.start, Usage.created_at < month.end)
+    return int(session.scalar(stmt) or 0)
+
+
+def totals_by_model(session: Session, *, period: Period, tenant_id: str | None = None) -> list[ModelTotals]:
+    """Per (tenant, model) sums over `period`; every tenant when tenant_id is None."""
+    stmt = (select(Usage.tenant_id, Usage.model, func.count(Usage.id),
+                   func.coalesce(func.sum(Usage.prompt_tokens), 0),
+                   func.coalesce(func.sum(Usage.completion_tokens), 0),
+                   func.coalesce(func.sum(Usage.cached_tokens), 0),
+                   func.sum(Usage.cost))
+            .where(Usage.created_at >= period.start, Usage.created_at < period.end)
+            .group_by(Usage.tenant_id, Usage.model)
+            .order_by(Usage.tenant_id, Usage.model))
+    if tenant_id is not None:
+        stmt = stmt.where(Usage.tenant_id == tenant_id)
+    return [ModelTotals(tenant_id=t, model=m, requests=int(n), prompt_tokens=int(p),
+                        completion_tokens=int(c), cached_tokens=int(ct), cost=cost or Decimal(0))
+            for t, m, n, p, c, ct, cost in session.execute(stmt)]
+
+
+def iter_usage(session: Session, *, period: Period, tenant_id: str | None = None,
+               chunk: int = 1000) -> Iterator[Usage]:
+    """Ledger rows in time order, fetched `chunk` at a time."""
+    stmt = (select(Usage).where(Usage.created_at >= period.start, Usage.created_at < period.end)
+            .order_by(Usage.created_at, Usage.id).execution_options(yield_per=chunk))
+    if tenant_id is not None:
+        stmt = stmt.where(Usage.tenant_id == tenant_id)
+    yield from session.scalars(stmt)

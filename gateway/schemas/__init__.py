@@ -1,0 +1,1 @@
+"""API schemas (wire shapes), apart from table models."""

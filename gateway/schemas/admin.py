@@ -1,0 +1,134 @@
+"""Admin API bodies. Unknown fields are refused (extra="forbid"): a typo must not be ignored."""
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from gateway.schemas.billing import Money
+
+Limit = Annotated[int, Field(ge=1)]
+PerMillion = Annotated[Decimal, Field(ge=0, max_digits=20, decimal_places=10)]
+Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^\S(.*\S)?$")]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CacheSettings(_Body):
+    cache_enabled: bool | None = None
+    cache_allow_sampling: bool | None = None
+    cache_threshold: Annotated[float, Field(gt=0, le=1)] | None = None
+    cache_ttl_s: Annotated[int, Field(ge=0)] | None = None
+    cache_max_entries: Annotated[int, Field(ge=0)] | None = None
+
+
+class TenantCreate(CacheSettings):
+    name: Name
+    rpm: Limit | None = None
+    tpm: Limit | None = None
+    monthly_token_budget: Annotated[int, Field(ge=0)] | None = None
+
+
+_NOT_NULL = ("name", "status", "cache_enabled", "cache_allow_sampling")
+
+
+class TenantUpdate(CacheSettings):
+    """Only the fields sent change; null clears a limit or cache override."""
+    name: Name | None = None
+    status: Literal["active", "disabled"] | None = None
+    rpm: Limit | None = None
+    tpm: Limit | None = None
+    monthly_token_budget: Annotated[int, Field(ge=0)] | None = None
+
+    @model_validator(mode="after")
+    def _required_not_null(self) -> "TenantUpdate":
+        for field in _NOT_NULL:
+            if field in self.model_fields_set and getattr(self, field) is None:
+                raise ValueError(f"{field} cannot be null")
+        return self
+
+
+class TenantOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    object: str = "tenant"
+    id: str
+    name: str
+    status: str
+    rpm: int | None
+    tpm: int | None
+    monthly_token_budget: int | None
+    cache_enabled: bool
+    cache_allow_sampling: bool
+    cache_threshold: float | None
+    cache_ttl_s: int | None
+    cache_max_entries: int | None
+    created_at: datetime
+
+
+class TenantList(BaseModel):
+    object: str = "list"
+    data: list[TenantOut]
+
+
+class KeyCreate(_Body):
+    models: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] | None = None
+    expires_at: datetime | None = None
+    rpm: Limit | None = None
+    tpm: Limit | None = None
+
+
+class KeyOut(BaseModel):
+    """A key as listed: never the secret."""
+    model_config = ConfigDict(from_attributes=True)
+
+    object: str = "api_key"
+    id: str
+    tenant_id: str
+    prefix: str
+    models: list[str] | None
+    rpm: int | None
+    tpm: int | None
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    created_at: datetime
+    last_used_at: datetime | None
+
+
+class KeyCreated(KeyOut):
+    key: str  # shown once, here only
+
+
+class KeyList(BaseModel):
+    object: str = "list"
+    data: list[KeyOut]
+
+
+class PriceSet(_Body):
+    input_per_million: PerMillion
+    output_per_million: PerMillion
+    cached_input_per_million: PerMillion = Decimal(0)
+    cached_output_per_million: PerMillion = Decimal(0)
+    effective_from: datetime | None = None  # default: now
+
+
+class PriceOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    object: str = "price"
+    model: str
+    input_per_million: Money
+    output_per_million: Money
+    cached_input_per_million: Money
+    cached_output_per_million: Money
+    effective_from: datetime
+    current: bool = False  # the price in effect now
+
+
+class PriceList(BaseModel):
+    object: str = "list"
+    data: list[PriceOut]

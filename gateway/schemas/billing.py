@@ -1,0 +1,50 @@
+"""Bill and usage shapes. Money is a decimal STRING ("0.0001234"): exact, never a float."""
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated
+
+from pydantic import BaseModel, PlainSerializer
+
+
+def decimal_text(value: Decimal) -> str:
+    """Plain notation without trailing zeros: Decimal('1.2300E-7') -> '0.000000123'."""
+    text = format(value, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+Money = Annotated[Decimal, PlainSerializer(decimal_text, return_type=str)]
+
+
+class BillLine(BaseModel):
+    model: str
+    requests: int
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int
+    cost: Money
+
+
+class Bill(BaseModel):
+    tenant_id: str
+    month: str  # YYYY-MM
+    lines: list[BillLine]
+    total_cost: Money
+    currency: str
+
+
+class BillList(BaseModel):
+    object: str = "list"
+    month: str
+    data: list[Bill]
+
+
+class UsageReport(BaseModel):
+    """A tenant's own usage over [start, end) (GET /v1/usage)."""
+    object: str = "usage"
+    tenant_id: str
+    start: str  # ISO 8601, UTC
+    end: str
+    lines: list[BillLine]
+    total_cost: Money
+    currency: str

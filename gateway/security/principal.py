@@ -1,0 +1,28 @@
+"""Who is calling: a tenant through one of its keys, with every limit the routes need."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    tenant_id: str
+    tenant_name: str
+    key_id: str
+    key_models: tuple[str, ...] | None  # None = every model
+    # None = unlimited.
+    rpm: int | None
+    tpm: int | None
+    monthly_token_budget: int | None
+    key_rpm: int | None
+    key_tpm: int | None
+    # The tenant's semantic-cache settings; None = the cache's defaults.
+    cache_enabled: bool = True
+    cache_allow_sampling: bool = False
+    cache_threshold: float | None = None
+    cache_ttl_s: int | None = None
+    cache_max_entries: int | None = None
+
+
+def key_allows_model(principal: Principal, model: str) -> bool:
+    return principal.key_models is None or model in principal.key_models

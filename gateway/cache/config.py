@@ -1,0 +1,65 @@
+"""What the cache is allowed to do: the component's config and one tenant's policy."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Chosen on the dev split of benchmarks/data/semantic_cache_pairs.jsonl with the guards on
+# (benchmarks/semantic_cache_eval.py prints how): the lowest cosine at which served hits
+# stay >= 99% precise on dev, rounded up.
+DEFAULT_THRESHOLD = 0.86
+
+
+def _check_threshold(name: str, value: float) -> None:
+    if not 0.0 < value <= 1.0:
+        raise ValueError(f"{name} must be in (0, 1], got {value}")
+
+
+def _check_non_negative(name: str, value: float) -> None:
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+
+
+@dataclass(slots=True, frozen=True)
+class TenantCachePolicy:
+    """One tenant's cache settings. ttl_s == 0: entries never expire; max_entries == 0: no cap."""
+
+    enabled: bool = True
+    allow_sampling: bool = False  # cache temperature > 0 requests too
+    threshold: float = DEFAULT_THRESHOLD
+    ttl_s: float = 86_400.0
+    max_entries: int = 10_000
+
+    def __post_init__(self) -> None:
+        _check_threshold("threshold", self.threshold)
+        _check_non_negative("ttl_s", self.ttl_s)
+        _check_non_negative("max_entries", self.max_entries)
+
+
+@dataclass(slots=True)
+class CacheConfig:
+    """The semantic cache's own settings; `default_policy` fills a tenant's unset columns."""
+
+    default_policy: TenantCachePolicy = TenantCachePolicy()
+    candidates: int = 4  # nearest neighbours checked by the guards, best first
+    rebuild_dead_fraction: float = 0.25  # compact a namespace's index past this share of dead rows
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.default_policy, TenantCachePolicy):
+            raise TypeError("default_policy must be a TenantCachePolicy")
+        if self.candidates < 1:
+            raise ValueError(f"candidates must be >= 1, got {self.candidates}")
+        if not 0.0 < self.rebuild_dead_fraction <= 1.0:
+            raise ValueError(f"rebuild_dead_fraction must be in (0, 1], got {self.rebuild_dead_fraction}")
+
+    def policy_for(self, *, enabled: bool | None = None, allow_sampling: bool | None = None,
+                   threshold: float | None = None, ttl_s: float | None = None,
+                   max_entries: int | None = None) -> TenantCachePolicy:
+        """A tenant's policy from its (nullable) cache_* columns: None takes the default."""
+        d = self.default_policy
+        return TenantCachePolicy(
+            enabled=d.enabled if enabled is None else enabled,
+            allow_sampling=d.allow_sampling if allow_sampling is None else allow_sampling,
+            threshold=d.threshold if threshold is None else threshold,
+            ttl_s=d.ttl_s if ttl_s is None else ttl_s,
+            max_entries=d.max_entries if max_entries is None else max_entries,
+        )

@@ -1,0 +1,125 @@
+"""Persisting entries in SQL and reading them back, skipping (and logging) corrupt rows."""
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import numpy as np
+from sqlalchemy import Engine, delete, select
+from sqlalchemy.orm import sessionmaker
+
+from gateway.cache.table import SemanticCacheEntryRow
+from gateway.cache.types import CachedAnswer, CacheEntry
+
+log = logging.getLogger(__name__)
+
+
+class CorruptEntry(ValueError):
+    """A persisted row that cannot be turned back into a servable entry."""
+
+
+def _to_datetime(ts: float | None) -> datetime | None:
+    return None if ts is None else datetime.fromtimestamp(ts, UTC)
+
+
+def to_row(entry: CacheEntry) -> SemanticCacheEntryRow:
+    payload = {
+        "question": entry.question,
+        "text": entry.answer.text,
+        "prompt_tokens": entry.answer.prompt_tokens,
+        "completion_tokens": entry.answer.completion_tokens,
+        "finish_reason": entry.answer.finish_reason,
+    }
+    vector = np.asarray(entry.vector, dtype="<f4")
+    return SemanticCacheEntryRow(
+        id=entry.id, tenant_id=entry.tenant_id, model=entry.model, namespace=entry.namespace,
+        exact_key=entry.exact_key, payload=json.dumps(payload, ensure_ascii=False).encode("utf-8"),
+        vector=vector.tobytes(), dim=int(vector.shape[0]),
+        created_at=_to_datetime(entry.created_at), expires_at=_to_datetime(entry.expires_at),
+    )
+
+
+def from_row(row: SemanticCacheEntryRow, dim: int) -> CacheEntry:
+    """The entry a row holds; CorruptEntry when any part of it is unusable."""
+    try:
+        payload = json.loads(bytes(row.payload).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, TypeError) as e:
+        raise CorruptEntry(f"payload: {e}") from e
+    if not isinstance(payload, dict):
+        raise CorruptEntry("payload: not a JSON object")
+    question, text = payload.get("question"), payload.get("text")
+    prompt_tokens, completion_tokens = payload.get("prompt_tokens"), payload.get("completion_tokens")
+    finish_reason = payload.get("finish_reason")
+    if not isinstance(question, str) or not question.strip():
+        raise CorruptEntry("payload.question: missing or not a string")
+    if not isinstance(text, str) or not text:
+        raise CorruptEntry("payload.text: missing or not a string")
+    for name, value in (("prompt_tokens", prompt_tokens), ("completion_tokens", completion_tokens)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise CorruptEntry(f"payload.{name}: not a non-negative integer")
+    if finish_reason != "stop":
+        raise CorruptEntry(f"payload.finish_reason: {finish_reason!r} is never served")
+    raw = bytes(row.vector or b"")
+    if row.dim != dim or len(raw) != dim * 4:
+        raise CorruptEntry(f"vector: {len(raw)} bytes / dim {row.dim}, expected dim {dim}")
+    vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    norm = float(np.linalg.norm(vector))
+    if not np.isfinite(vector).all() or abs(norm - 1.0) > 1e-3:
+        raise CorruptEntry(f"vector: not a finite unit vector (norm {norm:.4f})")
+    if not row.namespace or not row.exact_key or not row.tenant_id or not row.model:
+        raise CorruptEntry("keys: tenant_id, model, namespace and exact_key must be non-empty")
+    return CacheEntry(
+        id=row.id, tenant_id=row.tenant_id, model=row.model, namespace=row.namespace,
+        exact_key=row.exact_key, question=question,
+        answer=CachedAnswer(text, prompt_tokens, completion_tokens, finish_reason),
+        vector=vector, created_at=row.created_at.timestamp(),
+        expires_at=row.expires_at.timestamp() if row.expires_at is not None else None,
+    )
+
+
+class CacheRepository:
+    """Keyword-only CRUD over semantic_cache_entries; every method commits its own work."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+
+    def save(self, entry: CacheEntry, *, evicted: list[str] = ()) -> None:
+        """Insert an entry and drop the rows it displaced, in one transaction."""
+        with self._sessions() as session, session.begin():
+            if evicted:
+                session.execute(delete(SemanticCacheEntryRow).where(SemanticCacheEntryRow.id.in_(list(evicted))))
+            session.execute(delete(SemanticCacheEntryRow).where(
+                SemanticCacheEntryRow.exact_key == entry.exact_key))
+            session.add(to_row(entry))
+
+    def delete(self, *, entry_ids: list[str]) -> None:
+        if not entry_ids:
+            return
+        with self._sessions() as session, session.begin():
+            session.execute(delete(SemanticCacheEntryRow).where(SemanticCacheEntryRow.id.in_(entry_ids)))
+
+    def delete_tenant(self, *, tenant_id: str) -> int:
+        with self._sessions() as session, session.begin():
+            result = session.execute(delete(SemanticCacheEntryRow).where(
+                SemanticCacheEntryRow.tenant_id == tenant_id))
+            return result.rowcount or 0
+
+    def load(self, *, dim: int, now: float) -> Iterator[CacheEntry]:
+        """Live entries, oldest first. Corrupt rows are logged and skipped; expired ones deleted."""
+        expired: list[str] = []
+        with self._sessions() as session:
+            rows = session.execute(select(SemanticCacheEntryRow).order_by(
+                SemanticCacheEntryRow.created_at, SemanticCacheEntryRow.id)).scalars()
+            for row in rows:
+                try:
+                    entry = from_row(row, dim)
+                except CorruptEntry as e:
+                    log.warning("semantic cache: skipping corrupt entry %s (tenant %s): %s", row.id, row.tenant_id, e)
+                    continue
+                if entry.expired(now):
+                    expired.append(entry.id)
+                    continue
+                yield entry
+        self.delete(entry_ids=expired)

@@ -1,0 +1,203 @@
+"""The semantic cache: an exact tier, then a per-namespace vector search checked by guards.
+
+Glue only: keys come from keys.py, the may-I decisions from policy.py, the verification from
+guards.py, memory from memory.py, persistence from repository.py.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+
+from gateway.cache.config import CacheConfig, TenantCachePolicy
+from gateway.cache.guards import GUARDS, Guard, first_disagreement
+from gateway.cache.keys import Uncacheable, exact_key, namespace_key, question
+from gateway.cache.memory import EntryStore
+from gateway.cache.metrics import CacheMetrics
+from gateway.cache.policy import bypass_reason, refusal_reason
+from gateway.cache.repository import CacheRepository
+from gateway.cache.types import CachedAnswer, CacheEntry, CacheLookup, CacheRequest, CacheStats
+from gateway.embedding.embedder import Embedder
+
+log = logging.getLogger(__name__)
+
+# (model, prompt_tokens, completion_tokens) -> money a hit saved versus generating.
+Savings = Callable[[str, int, int], float]
+
+
+class SemanticCache:
+    def __init__(self, embedder: Embedder, config: CacheConfig | None = None, *,
+                 repository: CacheRepository | None = None, metrics: CacheMetrics | None = None,
+                 savings: Savings | None = None, guards: dict[str, Guard] = GUARDS,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.config = config or CacheConfig()
+        self.embedder = embedder
+        self.metrics = metrics or CacheMetrics()
+        self._repository = repository
+        self._savings = savings
+        self._guards = guards
+        self._clock = clock
+        self._store = EntryStore(embedder.dim, rebuild_dead_fraction=self.config.rebuild_dead_fraction)
+        self._lock = threading.Lock()
+        self._stats: dict[str, CacheStats] = {}
+
+    # --- public, async: the work runs in a thread so the event loop never waits on torch/FAISS/SQL
+
+    async def lookup(self, request: CacheRequest, policy: TenantCachePolicy) -> CacheLookup:
+        return await asyncio.to_thread(self.lookup_sync, request, policy)
+
+    async def store(self, request: CacheRequest, policy: TenantCachePolicy, answer_text: str,
+                    prompt_tokens: int, completion_tokens: int, finish_reason: str) -> str | None:
+        """The new entry's id, or None when the answer may not be cached."""
+        return await asyncio.to_thread(self.store_sync, request, policy, answer_text,
+                                       prompt_tokens, completion_tokens, finish_reason)
+
+    async def invalidate(self, tenant_id: str, entry_id: str | None = None) -> int:
+        """Drop one entry of the tenant, or all of them; the number removed."""
+        return await asyncio.to_thread(self.invalidate_sync, tenant_id, entry_id)
+
+    async def load(self) -> int:
+        """Re-index the persisted entries (at start-up); the number loaded."""
+        return await asyncio.to_thread(self.load_sync)
+
+    def stats(self, tenant_id: str) -> CacheStats:
+        with self._lock:
+            counters = self._stats.get(tenant_id) or CacheStats(tenant_id)
+            return CacheStats(tenant_id, entries=self._store.tenant_size(tenant_id),
+                              namespaces=self._store.tenant_namespaces(tenant_id),
+                              hits=counters.hits, misses=counters.misses, bypasses=counters.bypasses,
+                              rejected_by_guard=dict(counters.rejected_by_guard))
+
+    # --- synchronous bodies
+
+    def lookup_sync(self, request: CacheRequest, policy: TenantCachePolicy) -> CacheLookup:
+        started = time.perf_counter()
+        result = self._lookup(request, policy)
+        self.metrics.lookup(request.tenant_id, request.model, result.status, result.tier,
+                            time.perf_counter() - started)
+        self._count(request.tenant_id, result)
+        if result.status == "hit" and result.entry is not None:
+            money = self._savings(request.model, result.entry.prompt_tokens,
+                                  result.entry.completion_tokens) if self._savings else 0.0
+            self.metrics.saved(request.tenant_id, request.model, prompt_tokens=result.entry.prompt_tokens,
+                               completion_tokens=result.entry.completion_tokens, money=money)
+        return result
+
+    def _lookup(self, request: CacheRequest, policy: TenantCachePolicy) -> CacheLookup:
+        reason = bypass_reason(request, policy)
+        if reason:
+            return CacheLookup("bypass", reason=reason)
+        try:
+            text = question(request)
+            namespace = namespace_key(request)
+        except Uncacheable as e:
+            return CacheLookup("bypass", reason=str(e))
+        now = self._clock()
+        with self._lock:
+            entry = self._live(self._store.by_exact_key(exact_key(namespace, text)), now)
+            if entry is not None:
+                return self._hit(entry, 1.0, "exact")
+        vector = self.embedder.embed_one(text)  # outside the lock: the slow part
+        with self._lock:
+            rejected: str | None = None
+            for entry, score in self._store.search(namespace, vector, self.config.candidates):
+                if score < policy.threshold:
+                    break
+                if self._live(entry, now) is None:
+                    continue
+                failed = first_disagreement(text, entry.question, self._guards)
+                if failed is None:
+                    return self._hit(entry, score, "semantic")
+                rejected = rejected or failed
+                self.metrics.rejected.labels(request.tenant_id, request.model, failed).inc()
+                stats = self._stats.setdefault(request.tenant_id, CacheStats(request.tenant_id))
+                stats.rejected_by_guard[failed] = stats.rejected_by_guard.get(failed, 0) + 1
+        return CacheLookup("miss", reason=f"guard:{rejected}" if rejected else None)
+
+    def store_sync(self, request: CacheRequest, policy: TenantCachePolicy, answer_text: str,
+                   prompt_tokens: int, completion_tokens: int, finish_reason: str) -> str | None:
+        reason = bypass_reason(request, policy) or refusal_reason(
+            finish_reason, answer_text, prompt_tokens, completion_tokens)
+        try:
+            text = question(request)
+            namespace = namespace_key(request)
+        except Uncacheable as e:
+            reason = reason or str(e)
+        if reason:
+            self.metrics.stores.labels(request.tenant_id, request.model, "refused").inc()
+            log.debug("semantic cache: not storing for tenant %s: %s", request.tenant_id, reason)
+            return None
+        now = self._clock()
+        entry = CacheEntry(
+            id=uuid.uuid4().hex, tenant_id=request.tenant_id, model=request.model, namespace=namespace,
+            exact_key=exact_key(namespace, text), question=text,
+            answer=CachedAnswer(answer_text, prompt_tokens, completion_tokens, finish_reason),
+            vector=self.embedder.embed_one(text), created_at=now,
+            expires_at=now + policy.ttl_s if policy.ttl_s else None,
+        )
+        with self._lock:
+            self._store.add(entry)
+            evicted = self._store.evict_over(request.tenant_id, policy.max_entries)
+        if evicted:
+            self.metrics.evictions.labels(request.tenant_id, "lru").inc(len(evicted))
+        if self._repository is not None:
+            self._repository.save(entry, evicted=evicted)
+        self.metrics.stores.labels(request.tenant_id, request.model, "stored").inc()
+        return entry.id
+
+    def invalidate_sync(self, tenant_id: str, entry_id: str | None = None) -> int:
+        with self._lock:
+            if entry_id is None:
+                removed = self._store.remove_tenant(tenant_id)
+            else:
+                entry = self._store.get(entry_id)
+                # Another tenant's id is "not found", never removed.
+                removed = [entry_id] if entry is not None and entry.tenant_id == tenant_id else []
+                if removed:
+                    self._store.remove(entry_id)
+        if self._repository is not None:
+            if entry_id is None:
+                self._repository.delete_tenant(tenant_id=tenant_id)
+            else:
+                self._repository.delete(entry_ids=removed)
+        if removed:
+            self.metrics.evictions.labels(tenant_id, "invalidated").inc(len(removed))
+        return len(removed)
+
+    def load_sync(self) -> int:
+        if self._repository is None:
+            return 0
+        entries = list(self._repository.load(dim=self.embedder.dim, now=self._clock()))
+        with self._lock:
+            self._store.add_many(entries)
+        log.info("semantic cache: re-indexed %d persisted entries", len(entries))
+        return len(entries)
+
+    # --- helpers (called with the lock held)
+
+    def _live(self, entry: CacheEntry | None, now: float) -> CacheEntry | None:
+        if entry is None or not entry.expired(now):
+            return entry
+        self._store.remove(entry.id)
+        self.metrics.evictions.labels(entry.tenant_id, "ttl").inc()
+        if self._repository is not None:
+            self._repository.delete(entry_ids=[entry.id])
+        return None
+
+    def _hit(self, entry: CacheEntry, score: float, tier: str) -> CacheLookup:
+        self._store.touch(entry)
+        entry.hits += 1
+        return CacheLookup("hit", entry=entry.answer, score=score, tier=tier, entry_id=entry.id)
+
+    def _count(self, tenant_id: str, result: CacheLookup) -> None:
+        with self._lock:
+            stats = self._stats.setdefault(tenant_id, CacheStats(tenant_id))
+            if result.status == "hit":
+                stats.hits += 1
+            elif result.status == "miss":
+                stats.misses += 1
+            else:
+                stats.bypasses += 1

@@ -36,6 +36,12 @@ class Settings(BaseSettings):
     ray_prefix_routing: bool = False  # send requests sharing a prompt prefix to the same replica
     ray_deploy: bool = True  # False: attach to applications someone else deployed
     currency: str = "USD"
+    # Tenant API (gateway.api.v1, gateway.limits).
+    default_max_tokens: int = 512  # when a chat request sets no max_tokens (bounds its reservation)
+    limit_strategy: str = "sliding"  # "fixed" | "sliding": how RPM/TPM windows are counted
+    limit_window_s: float = 60.0  # the "minute" in RPM/TPM
+    drain_timeout_s: float = 30.0  # on shutdown, how long in-flight generations may finish
+    embeddings_enabled: bool = True  # load the embedder (POST /v1/embeddings) at start-up
 
     @property
     def resolved_database_url(self) -> str:

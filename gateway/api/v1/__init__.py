@@ -1,0 +1,10 @@
+"""The tenant-facing, OpenAI-compatible API under /v1."""
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from gateway.api.v1 import chat, completions, embeddings, models, usage
+
+router = APIRouter(prefix="/v1", tags=["v1"])
+for module in (chat, completions, embeddings, models, usage):
+    router.include_router(module.router)

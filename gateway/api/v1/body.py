@@ -1,0 +1,49 @@
+"""Request bodies, parsed by us rather than by FastAPI so every mistake is a 400 naming its param.
+
+The size limit is enforced before this runs (RequestContextMiddleware)."""
+from __future__ import annotations
+
+from typing import Annotated, TypeVar
+
+from fastapi import Depends, Request
+from pydantic import BaseModel, ValidationError
+
+from gateway.api.errors import APIError, invalid_request
+from gateway.schemas.openai import (ChatCompletionRequest, CompletionRequest, EmbeddingRequest,
+                                    UnsupportedParam)
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse(model: type[M], raw: bytes) -> M:
+    if not raw.strip():
+        raise invalid_request("The request body is empty; send a JSON object.")
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as e:
+        raise _to_api_error(e) from None
+
+
+def _to_api_error(e: ValidationError) -> APIError:
+    first = e.errors(include_url=False)[0]
+    cause = (first.get("ctx") or {}).get("error")
+    if isinstance(cause, UnsupportedParam):
+        return invalid_request(str(cause), param=cause.param, code="unsupported_parameter")
+    if first["type"] == "json_invalid":
+        return invalid_request(f"We could not parse the JSON body of your request: {first['msg']}")
+    param = ".".join(str(p) for p in first["loc"]) or None
+    if first["type"] == "model_type" and param is None:
+        return invalid_request("The request body must be a JSON object.")
+    msg = first["msg"].removeprefix("Value error, ")
+    return invalid_request(f"{param}: {msg}" if param else msg, param=param)
+
+
+def _body(model: type[M]):
+    async def dependency(request: Request) -> M:
+        return parse(model, await request.body())
+    return dependency
+
+
+ChatBody = Annotated[ChatCompletionRequest, Depends(_body(ChatCompletionRequest))]
+CompletionBody = Annotated[CompletionRequest, Depends(_body(CompletionRequest))]
+EmbeddingBody = Annotated[EmbeddingRequest, Depends(_body(EmbeddingRequest))]

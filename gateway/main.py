@@ -1,0 +1,40 @@
+"""Builds the app; nothing else."""
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from gateway.api import admin, ops, v1
+from gateway.api.admin.routes import router as admin_routes
+from gateway.api.errors import install_error_handlers
+from gateway.observability.logging import configure_logging
+from gateway.observability.middleware import RequestContextMiddleware
+from gateway.serving.base import ModelBackend
+from gateway.services import Services
+from gateway.settings import Settings, get_settings
+
+
+def create_app(settings: Settings | None = None, *, backend: ModelBackend | None = None,
+               embedder: object | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    configure_logging(settings.log_level)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        services = Services.build(settings, backend=backend, embedder=embedder)
+        await services.start()
+        app.state.services, app.state.router = services, services.router
+        try:
+            yield
+        finally:
+            await services.stop()
+
+    app = FastAPI(title="Tollgate", lifespan=lifespan)
+    app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
+    install_error_handlers(app)
+    app.include_router(v1.router)
+    app.include_router(ops.router)
+    app.include_router(admin.router)
+    app.include_router(admin_routes)
+    return app

@@ -1,0 +1,85 @@
+"""Pure ASGI middleware (no BaseHTTPMiddleware: it would buffer streams and hide disconnects)."""
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gateway.api.errors import APIError
+from gateway.observability.logging import request_id_var
+
+log = logging.getLogger("tollgate.access")
+
+
+def new_request_id() -> str:
+    return f"req_{uuid.uuid4().hex}"
+
+
+def body_too_large(limit: int) -> APIError:
+    return APIError(413, f"Request body exceeds the limit of {limit} bytes.", code="request_too_large")
+
+
+class RequestContextMiddleware:
+    """Gives every request our own id (the billing idempotency key), keeps a client-sent
+    x-request-id only as a correlation id, and refuses bodies over `max_body_bytes`
+    before anything parses them."""
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = new_request_id()
+        headers = dict(scope["headers"])
+        client_rid = headers.get(b"x-request-id")
+        scope.setdefault("state", {})["request_id"] = rid
+        token = request_id_var.set(rid)
+        started, status = time.perf_counter(), 0
+
+        async def send_with_ids(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                extra = [(b"x-request-id", rid.encode())]
+                if client_rid is not None:
+                    extra.append((b"x-correlation-id", client_rid[:128]))
+                message["headers"] = [*message.get("headers", []), *extra]
+            await send(message)
+
+        try:
+            declared = headers.get(b"content-length")
+            if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+                await _send_error(body_too_large(self.max_body_bytes), send_with_ids)
+                return
+            await self.app(scope, self._limited(receive), send_with_ids)
+        finally:
+            log.info("request", extra={"method": scope["method"], "path": scope["path"], "status": status,
+                                       "duration_ms": round((time.perf_counter() - started) * 1000, 2)})
+            request_id_var.reset(token)
+
+    def _limited(self, receive: Receive) -> Receive:
+        seen = 0
+
+        async def receive_limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_body_bytes:  # a chunked body that lied by omission
+                    raise body_too_large(self.max_body_bytes)
+            return message
+
+        return receive_limited
+
+
+async def _send_error(err: APIError, send: Send) -> None:
+    body = json.dumps(err.body()).encode()
+    await send({"type": "http.response.start", "status": err.status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,148 @@
+"""The gateway's components, built once per process and torn down in reverse order.
+
+Routes reach them through `request.app.state.services` (ServicesDep)."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from gateway.billing.ledger import Ledger
+from gateway.billing.period import Month
+from gateway.billing.prices import PriceBook
+from gateway.catalogue import Catalogue, load_catalogue
+from gateway.crud.usage import month_tokens
+from gateway.db.database import Database
+from gateway.limits.limiter import Limiter
+from gateway.limits.storage import Storage
+from gateway.limits.storage.memory import MemoryStorage
+from gateway.limits.storage.redis import RedisStorage
+from gateway.observability.metrics import Metrics
+from gateway.routing.factory import build_router
+from gateway.routing.router import Router
+from gateway.security.admin_key import ensure_admin_key
+from gateway.security.authenticator import KeyAuthenticator
+from gateway.serving.base import ModelBackend, VersionInfo
+from gateway.serving.factory import build_backend
+from gateway.settings import Settings
+
+log = logging.getLogger("tollgate.services")
+
+
+class Drain:
+    """Counts generations in flight so shutdown can stop admitting and let them finish."""
+
+    def __init__(self) -> None:
+        self.accepting = True
+        self.inflight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def enter(self) -> None:
+        self.inflight += 1
+        self._idle.clear()
+
+    def leave(self) -> None:
+        self.inflight -= 1
+        if self.inflight == 0:
+            self._idle.set()
+
+    async def close(self, timeout_s: float) -> bool:
+        """Stop admitting; True when everything in flight finished within `timeout_s`."""
+        self.accepting = False
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._idle.wait()
+            return True
+        except TimeoutError:
+            return False
+
+
+@dataclass(slots=True)
+class Services:
+    settings: Settings
+    catalogue: Catalogue
+    database: Database
+    prices: PriceBook
+    ledger: Ledger
+    authenticator: KeyAuthenticator
+    admin_key: str
+    limiter: Limiter
+    backend: ModelBackend
+    router: Router
+    metrics: Metrics
+    embedder: object | None = None  # gateway.embedding.embedder.Embedder when embeddings are on
+    cache: object | None = None  # the semantic cache, once wired
+    drain: Drain = field(default_factory=Drain)
+    started_at: float = field(default_factory=time.time)
+
+    @classmethod
+    def build(cls, settings: Settings, *, backend: ModelBackend | None = None,
+              embedder: object | None = None) -> "Services":
+        catalogue = load_catalogue(settings.catalogue)
+        database = Database(settings.resolved_database_url)
+        prices = PriceBook(database)
+        storage: Storage = RedisStorage(settings.redis_url) if settings.redis_url else MemoryStorage()
+        return cls(
+            settings=settings, catalogue=catalogue, database=database, prices=prices,
+            ledger=Ledger(database, prices, settings.currency),
+            authenticator=KeyAuthenticator(database),
+            admin_key=ensure_admin_key(settings)[0],
+            limiter=Limiter(storage, month_usage=_month_usage(database), strategy=settings.limit_strategy,
+                            window_s=settings.limit_window_s),
+            backend=backend if backend is not None else build_backend(settings, catalogue),
+            router=build_router(settings, catalogue, database),
+            metrics=Metrics(),
+            embedder=embedder,
+        )
+
+    async def start(self) -> None:
+        """Fails loudly: an unpriced model or an unreachable Redis stops start-up."""
+        await asyncio.to_thread(self.prices.reload)
+        missing = self.prices.missing_prices(self.catalogue)
+        if missing:
+            raise RuntimeError(f"refusing to serve models without a price: {', '.join(missing)} "
+                               "(run `tollgate migrate` to seed catalogue prices, or set them via the admin API)")
+        await self.limiter.start()
+        await self.ledger.start()
+        try:
+            await self.backend.start()
+        except BaseException:
+            await self.ledger.close()
+            await self.limiter.stop()
+            raise
+        if self.embedder is None and self.settings.embeddings_enabled and self.catalogue.embeddings:
+            from gateway.embedding.embedder import Embedder
+
+            self.embedder = await asyncio.to_thread(Embedder)
+        log.info("gateway started", extra={"versions": [v.name for v in self.backend.versions()]})
+
+    async def stop(self) -> None:
+        """Stop admitting, let in-flight generations finish (bounded), then flush the ledger."""
+        if not await self.drain.close(self.settings.drain_timeout_s):
+            log.warning("drain timed out; stopping with generations in flight",
+                        extra={"inflight": self.drain.inflight})
+        try:
+            await self.backend.stop()
+        finally:
+            await self.ledger.close()
+            await self.limiter.stop()
+            self.database.dispose()
+
+    def loaded_versions(self) -> dict[str, VersionInfo]:
+        return {v.name: v for v in self.backend.versions()}
+
+    def model_of(self, version: str) -> str:
+        """The priced model behind a version name ("smollm2-135m-instruct@fp32" -> its model)."""
+        return version.partition("@")[0]
+
+
+def _month_usage(database: Database):
+    async def usage(tenant_id: str, month_start: datetime) -> int:
+        def query() -> int:
+            with database.session() as session:
+                return month_tokens(session, tenant_id=tenant_id, month=Month.containing(month_start))
+        return await asyncio.to_thread(query)
+    return usage

@@ -1,0 +1,69 @@
+"""The serving interface with the workers engine inside this process: one AsyncEngine per version."""
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from gateway.catalogue import Catalogue
+from gateway.serving.base import GenerationChunk, GenerationRequest, VersionInfo, VersionUnavailable
+from workers.config import EngineConfig
+from workers.engine.async_engine import AsyncEngine
+from workers.sampling_params import SamplingParams
+
+
+class InProcessBackend:
+    """Engines for `versions` (default: every catalogue version), built from the version's
+    `engine:` settings, then `engine_overrides` (tests and small machines shrink pools)."""
+
+    def __init__(self, catalogue: Catalogue, engine_overrides: dict | None = None, *,
+                 versions: list[str] | None = None) -> None:
+        names = versions if versions is not None else catalogue.version_names()
+        self._configs: dict[str, EngineConfig] = {}
+        self._models: dict[str, str] = {}
+        for name in names:
+            model, spec, version = catalogue.version(name)  # KeyError: a version the catalogue lacks
+            self._configs[name] = EngineConfig(**{"model": spec.weights, **version.engine, **(engine_overrides or {})})
+            self._models[name] = model
+        self._engines: dict[str, AsyncEngine] = {}
+
+    async def start(self) -> None:
+        for name, config in self._configs.items():
+            engine = AsyncEngine(config, model_name=name)
+            await engine.start()
+            self._engines[name] = engine
+
+    async def stop(self) -> None:
+        engines, self._engines = self._engines, {}
+        for engine in engines.values():
+            await engine.stop()
+
+    def versions(self) -> list[VersionInfo]:
+        return [VersionInfo(name, self._models[name], engine.max_model_len) for name, engine in self._engines.items()]
+
+    def _engine(self, version: str) -> AsyncEngine:
+        engine = self._engines.get(version)
+        if engine is None:
+            raise VersionUnavailable(f"version {version!r} is not loaded in this process")
+        return engine
+
+    def count_prompt_tokens(self, version: str, *, prompt: str | None = None,
+                            messages: list[dict] | None = None) -> int:
+        return self._engine(version).count_prompt_tokens(prompt=prompt, messages=messages)
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationChunk]:
+        engine = self._engine(request.version)
+        params = SamplingParams(max_tokens=request.max_tokens, temperature=request.temperature,
+                                top_p=request.top_p, top_k=request.top_k, seed=request.seed,
+                                stop=list(request.stop), ignore_eos=request.ignore_eos)
+        outputs = engine.generate(request.request_id, request.prompt, messages=request.messages, params=params)
+        try:
+            async for out in outputs:
+                delta = out.outputs[0]
+                yield GenerationChunk(text=delta.text, token_ids=list(delta.token_ids),
+                                      prompt_tokens=out.num_prompt_tokens,
+                                      completion_tokens=out.num_output_tokens,
+                                      cached_tokens=out.num_cached_tokens, finish_reason=delta.finish_reason)
+        finally:
+            await outputs.aclose()  # the client left early: the engine aborts and frees its blocks
+
+    async def health(self) -> dict[str, bool]:
+        return {name: engine.is_running for name, engine in self._engines.items()}

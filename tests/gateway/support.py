@@ -1,0 +1,125 @@
+"""Test helpers for the gateway: a migrated database, tenants and keys, a live uvicorn server,
+and a canned-token backend (tests only; the real-model path runs through InProcessBackend)."""
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+import uvicorn
+
+from gateway.billing.prices import seed_prices_from_catalogue
+from gateway.catalogue import Catalogue
+from gateway.crud.keys import create_key
+from gateway.crud.tenants import create_tenant
+from gateway.db.database import Database
+from gateway.db.migrate import upgrade
+from gateway.serving.base import GenerationChunk, GenerationRequest, VersionInfo, VersionUnavailable
+
+FP32 = "smollm2-135m-instruct@fp32"
+ADMIN_KEY = "tga-test-admin-key-0123456789abcdef"
+
+
+def migrate_and_seed(url: str, catalogue: Catalogue) -> None:
+    upgrade(url)
+    db = Database(url)
+    try:
+        with db.session() as session:
+            seed_prices_from_catalogue(session, catalogue)
+    finally:
+        db.dispose()
+
+
+def make_tenant(url: str, *, models: list[str] | None = None, key_rpm: int | None = None,
+                key_tpm: int | None = None, **limits) -> tuple[str, str]:
+    """(tenant_id, api key) for a fresh tenant with `limits` (rpm, tpm, monthly_token_budget)."""
+    db = Database(url)
+    try:
+        with db.session() as session:
+            tenant = create_tenant(session, name=f"t-{uuid.uuid4().hex[:12]}", **limits)
+            _, secret = create_key(session, tenant_id=tenant.id, models=models, rpm=key_rpm, tpm=key_tpm)
+            return tenant.id, secret
+    finally:
+        db.dispose()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LiveServer:
+    """The app under uvicorn on 127.0.0.1, in a background thread (its own event loop)."""
+
+    def __init__(self, app) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
+                                timeout_graceful_shutdown=10)
+        self.server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self.server.run, name=f"uvicorn-{self.port}", daemon=True)
+
+    def __enter__(self) -> "LiveServer":
+        self._thread.start()
+        deadline = time.monotonic() + 600
+        while not self.server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("the gateway failed to start (see the log above)")
+            if time.monotonic() > deadline:
+                raise TimeoutError("the gateway did not start in time")
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self._thread.join(60)
+
+
+class CannedBackend:
+    """Answers every request with `tokens` one-character tokens, `delay_s` apart."""
+
+    def __init__(self, *, tokens: int = 8, delay_s: float = 0.0, versions: list[str] | None = None,
+                 max_model_len: int = 2048) -> None:
+        self.tokens, self.delay_s = tokens, delay_s
+        self._versions = versions or [FP32]
+        self.max_model_len = max_model_len
+        self.aborted: list[str] = []
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    def versions(self) -> list[VersionInfo]:
+        return [VersionInfo(v, v.partition("@")[0], self.max_model_len) for v in self._versions]
+
+    def count_prompt_tokens(self, version: str, *, prompt: str | None = None,
+                            messages: list[dict] | None = None) -> int:
+        text = prompt if prompt is not None else "".join(m["content"] for m in messages or [])
+        return max(1, len(text.split()))
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationChunk]:
+        if request.version not in self._versions:
+            raise VersionUnavailable(request.version)
+        prompt = self.count_prompt_tokens(request.version, prompt=request.prompt, messages=request.messages)
+        n = min(self.tokens, request.max_tokens)
+        done = False
+        try:
+            for i in range(1, n + 1):
+                if self.delay_s:
+                    await asyncio.sleep(self.delay_s)
+                finish = ("length" if n == request.max_tokens else "stop") if i == n else None
+                yield GenerationChunk(text="a", token_ids=[97], prompt_tokens=prompt, completion_tokens=i,
+                                      cached_tokens=0, finish_reason=finish)
+            done = True
+        finally:
+            if not done:
+                self.aborted.append(request.request_id)
+
+    async def health(self) -> dict[str, bool]:
+        return {v: True for v in self._versions}

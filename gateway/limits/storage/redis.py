@@ -13,12 +13,15 @@ _LUA = Path(__file__).resolve().parent / "lua"
 
 
 class RedisStorage:
-    def __init__(self, url: str) -> None:
-        self._url = url
+    def __init__(self, url: str, *, max_connections: int = 64, wait_s: float = 5.0) -> None:
+        self._url, self._max_connections, self._wait_s = url, max_connections, wait_s
         self._client: aioredis.Redis | None = None
 
     async def start(self) -> None:
-        self._client = aioredis.from_url(self._url, decode_responses=True)
+        # A blocking pool: a burst of requests waits for a connection instead of failing.
+        pool = aioredis.BlockingConnectionPool.from_url(self._url, max_connections=self._max_connections,
+                                                        timeout=self._wait_s, decode_responses=True)
+        self._client = aioredis.Redis(connection_pool=pool)
         await self._client.ping()  # fail loudly at start-up, not on the first request
         self._reserve = self._client.register_script((_LUA / "reserve.lua").read_text())
         self._adjust = self._client.register_script((_LUA / "adjust.lua").read_text())
@@ -27,7 +30,7 @@ class RedisStorage:
 
     async def stop(self) -> None:
         if self._client is not None:
-            await self._client.aclose()
+            await self._client.aclose(close_connection_pool=True)
             self._client = None
 
     async def reserve(self, checks: list[Check]) -> Outcome:

@@ -115,7 +115,7 @@ class Ledger:
                 return
             except Exception:
                 log.exception("usage ledger: writing %d rows failed (attempt %d of %d)",
-                              len(rows), attempt + 1, self._retries + 1)
+                              len(batch), attempt + 1, self._retries + 1)
                 if attempt < self._retries:
                     await asyncio.sleep(self._retry_delay_s * 2 ** attempt)
         # The batch keeps failing: isolate the bad rows so the good ones still land.

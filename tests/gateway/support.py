@@ -123,3 +123,26 @@ class CannedBackend:
 
     async def health(self) -> dict[str, bool]:
         return {v: True for v in self._versions}
+
+
+def usage_rows(url: str, tenant_id: str) -> list:
+    from sqlalchemy import select
+
+    from gateway.db.models.usage import Usage
+
+    db = Database(url)
+    try:
+        with db.session() as session:
+            return list(session.scalars(select(Usage).where(Usage.tenant_id == tenant_id).order_by(Usage.id)))
+    finally:
+        db.dispose()
+
+
+def wait_usage_rows(url: str, tenant_id: str, n: int, *, timeout_s: float = 15.0) -> list:
+    """The tenant's ledger rows once at least `n` have landed (the ledger writes in the background)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        rows = usage_rows(url, tenant_id)
+        if len(rows) >= n or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.1)

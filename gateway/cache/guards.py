@@ -96,7 +96,7 @@ _ANTONYMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                  ("decrease", "decreased", "decreasing", "reduce", "reduced", "lower", "lowered", "shrink", "shorten", "less", "fewer", "minimum", "min")),
     "upgrade": (("upgrade", "upgraded", "upgrading"), ("downgrade", "downgraded", "downgrading")),
     "before": (("before", "prior", "earlier", "earliest", "first", "oldest"), ("after", "later", "latest", "last", "newest")),
-    "start": (("start", "started", "starting", "begin", "launch", "resume", "restart"), ("stop", "stopped", "stopping", "end", "halt", "pause", "paused", "kill")),
+    "start": (("start", "started", "starting", "begin", "launch", "resume", "restart", "running"), ("stop", "stopped", "stopping", "end", "halt", "pause", "paused", "kill")),
     "add": (("add", "added", "adding", "create", "created", "insert", "attach"), ("remove", "removed", "removing", "delete", "deleted", "deleting", "drop", "detach", "erase")),
     "install": (("install", "installed", "installing"), ("uninstall", "uninstalled", "uninstalling")),
     "allow": (("allow", "allowed", "permit", "permitted", "accept", "accepted", "whitelist", "allowlist", "approve", "approved", "grant"),
@@ -118,7 +118,7 @@ _ANTONYMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "fast": (("fast", "faster", "fastest", "quick", "quicker", "quickest"), ("slow", "slower", "slowest")),
     "large": (("large", "larger", "largest", "big", "bigger", "biggest"), ("small", "smaller", "smallest", "tiny")),
     "long": (("long", "longer", "longest"), ("short", "shorter", "shortest")),
-    "hot": (("hot", "hotter", "warm", "warmer"), ("cold", "colder", "cool", "cooler")),
+    "hot": (("hot", "hotter", "hottest", "warm", "warmer", "boiling", "heat"), ("cold", "colder", "coldest", "cool", "cooler", "freezing", "frozen")),
     "public": (("public",), ("private",)),
     "success": (("success", "successful", "succeed", "succeeded", "pass", "passed", "passing"), ("failure", "fail", "failed", "failing", "error", "errors")),
     "valid": (("valid",), ("invalid",)),
@@ -151,7 +151,7 @@ _CAMEL_OR_CODE = re.compile(r"[a-z][A-Z]|[_./@]|\d")
 class Features:
     text: str  # case-folded, whitespace collapsed
     numbers: tuple[str, ...]  # numbers and arithmetic operators, in order
-    units: tuple[str, ...]  # canonical unit names, in order
+    units: tuple[tuple, tuple]  # (number-bound units, other units); see _units
     negated: bool  # odd number of negations
     poles: frozenset[tuple[str, str]]  # (concept, "+"|"-")
     entities: tuple[str, ...]  # case-folded, in order of appearance
@@ -212,8 +212,32 @@ def _numbers(words: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _units(words: list[str]) -> tuple[str, ...]:
-    return tuple(_UNITS[w] for w in words if w in _UNITS)
+def _is_number(word: str) -> bool:
+    return word[:1].isdigit() or word in _UNITS_WORDS
+
+
+def _units(words: list[str]) -> tuple[tuple, tuple]:
+    """(units bound to a number, in order; the other units).
+
+    "Convert 5 miles to km" and "What is 5 miles in km?" both give ((5, mile),) + {km}:
+    what is measured is the unit next to the number, so word order elsewhere may vary.
+    With no number to anchor them, the order of the units is what tells the direction.
+    """
+    bound: list[tuple[str, str]] = []
+    free: list[str] = []
+    for i, w in enumerate(words):
+        unit = _UNITS.get(w)
+        if unit is None:
+            continue
+        before = words[i - 1] if i > 0 else ""
+        after = words[i + 1] if i + 1 < len(words) else ""
+        if _is_number(before):
+            bound.append((before, unit))
+        elif w in ("$", "€", "£", "¥") and _is_number(after):
+            bound.append((after, unit))
+        else:
+            free.append(unit)
+    return tuple(bound), tuple(sorted(free) if bound else free)
 
 
 def _negated(words: list[str]) -> bool:
@@ -283,7 +307,7 @@ def numbers_agree(a: Features, b: Features) -> bool:
 
 
 def units_agree(a: Features, b: Features) -> bool:
-    """Same units in the same order: "5 miles to km" is not "5 km to miles"."""
+    """Same units bound to the same numbers: "5 miles to km" is not "5 km to miles"."""
     return a.units == b.units
 
 

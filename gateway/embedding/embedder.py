@@ -73,7 +73,9 @@ class Embedder:
         self._model = AutoModel.from_pretrained(str(self.config.model_path))
         self._model = self._model.to(device=self.config.device, dtype=DTYPES[self.config.dtype]).eval()
         self.dim: int = int(self._model.config.hidden_size)
-        self.model_name: str = self.config.model_path.name
+        # The packaged model lives in <package>/model: name it after the package then.
+        path = self.config.model_path
+        self.model_name: str = path.parent.name if path.name == "model" else path.name
         # One forward at a time: torch parallelises inside each op already, and the
         # tokenizer's padding/truncation state is shared.
         self._lock = threading.Lock()

@@ -28,6 +28,8 @@ class Replicas(_Strict):
     target_ongoing_requests: float = Field(16, gt=0)
     upscale_delay_s: float = Field(5.0, ge=0)
     downscale_delay_s: float = Field(60.0, ge=0)
+    num_cpus: float = Field(1.0, ge=0)  # Ray CPUs reserved per replica
+    max_queued_requests: int = Field(256, ge=-1)  # per gateway; beyond it a version is "overloaded"
 
     @model_validator(mode="after")
     def _bounds(self) -> "Replicas":

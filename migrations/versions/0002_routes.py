@@ -8,12 +8,14 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from gateway.db.types import UTCDateTime
 
 revision = "0002"
 down_revision = "0001"
 branch_labels = None
 depends_on = None
+
+# Spelled out (as gateway.db.types.UTCDateTime renders) so this file never changes with the code.
+UTC_DATETIME = sa.DateTime(timezone=True)
 
 
 def upgrade() -> None:
@@ -23,14 +25,14 @@ def upgrade() -> None:
         sa.Column("weights", sa.JSON(), nullable=False),
         sa.Column("fallbacks", sa.JSON(), nullable=False),
         sa.Column("stable", sa.String(200), nullable=False),
-        sa.Column("updated_at", UTCDateTime(), nullable=False),
+        sa.Column("updated_at", UTC_DATETIME, nullable=False),
         sa.Column("updated_by", sa.String(200), nullable=False),
         sa.PrimaryKeyConstraint("alias", name=op.f("pk_route_overrides")),
     )
     op.create_table(
         "route_audit",
         sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
-        sa.Column("at", UTCDateTime(), nullable=False),
+        sa.Column("at", UTC_DATETIME, nullable=False),
         sa.Column("actor", sa.String(200), nullable=False),
         sa.Column("action", sa.String(32), nullable=False),
         sa.Column("alias", sa.String(200), nullable=False),

@@ -1,0 +1,199 @@
+"""The serving interface over a Ray Serve pool: one Serve application per model version.
+
+Errors before the first chunk are BackendErrors (the gateway tries a fallback): no ready replica
+-> VersionUnavailable; the handle's queue is full or no first chunk within the timeout ->
+VersionOverloaded. After the first chunk a lost replica ends the stream with ReplicaLost (a
+GenerationFailed that says how many tokens were delivered, for billing)."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import asdict
+
+import ray
+from ray import serve
+from ray.exceptions import RayActorError, RayError, RayTaskError
+from ray.serve.exceptions import BackPressureError, RayServeException
+
+from gateway.catalogue import Catalogue
+from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, VersionInfo,
+                                  VersionOverloaded, VersionUnavailable)
+from gateway.settings import Settings
+from workers.engine.input_processor import InputProcessor
+from workers.sampling_params import SamplingParams
+from workers.serve.app import app_name, deploy, versions_from_catalogue
+from workers.serve.config import VersionServeConfig
+from workers.serve.tokenizer import load_tokenizer
+
+log = logging.getLogger(__name__)
+
+_CHUNK_FIELDS = ("text", "token_ids", "prompt_tokens", "completion_tokens", "cached_tokens", "finish_reason")
+
+
+class ReplicaLost(GenerationFailed):
+    """The replica serving a stream died (or the stream timed out) after tokens were sent."""
+
+    def __init__(self, message: str, *, version: str, prompt_tokens: int, completion_tokens: int) -> None:
+        super().__init__(message)
+        self.version, self.prompt_tokens, self.completion_tokens = version, prompt_tokens, completion_tokens
+
+
+class RayServeBackend:
+    def __init__(self, settings: Settings, catalogue: Catalogue, *, engine_overrides: dict | None = None,
+                 versions: list[str] | None = None, first_chunk_timeout_s: float = 30.0,
+                 health_poll_s: float = 0.5, **serve_overrides) -> None:
+        self._settings = settings
+        self._configs: dict[str, VersionServeConfig] = {
+            c.version: c for c in versions_from_catalogue(
+                catalogue, engine_overrides=engine_overrides, versions=versions,
+                prefix_routing=settings.ray_prefix_routing, **serve_overrides)}
+        self._models = {v: v.partition("@")[0] for v in self._configs}
+        self._first_chunk_timeout_s = first_chunk_timeout_s
+        self._health_poll_s = health_poll_s
+        self._handles: dict[str, serve.handle.DeploymentHandle] = {}
+        self._inputs: dict[str, InputProcessor] = {}
+        self._healthy: dict[str, bool] = {}
+        self._poller: asyncio.Task | None = None
+        self._started_ray = False
+
+    # -- life cycle ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if not ray.is_initialized():
+            kw = {"address": self._settings.ray_address} if self._settings.ray_address else {
+                "num_cpus": self._settings.ray_num_cpus, "include_dashboard": False}
+            ray.init(namespace=self._settings.ray_namespace, **kw)
+            self._started_ray = True
+        configs = list(self._configs.values())
+        if self._settings.ray_deploy:
+            self._handles = await asyncio.to_thread(deploy, configs)
+        else:
+            self._handles = {c.version: serve.get_app_handle(app_name(c.version)) for c in configs}
+        tokenizers: dict[str, object] = {}
+        for c in configs:
+            info = await self._handles[c.version].info.remote()
+            weights = c.engine["model"]
+            if weights not in tokenizers:
+                tokenizers[weights] = await asyncio.to_thread(load_tokenizer, weights)
+            self._inputs[c.version] = InputProcessor(tokenizers[weights], max_model_len=info["max_model_len"],
+                                                     kv_capacity_tokens=info["kv_capacity_tokens"],
+                                                     block_size=info["block_size"])
+        await self._refresh_health()
+        self._poller = asyncio.create_task(self._poll_health(), name="ray-backend-health")
+
+    async def stop(self) -> None:
+        if self._poller is not None:
+            self._poller.cancel()
+            await asyncio.gather(self._poller, return_exceptions=True)
+            self._poller = None
+        if self._settings.ray_deploy:
+            for version in self._handles:
+                await asyncio.to_thread(serve.delete, app_name(version))
+        self._handles = {}
+        if self._started_ray:
+            await asyncio.to_thread(serve.shutdown)
+            ray.shutdown()
+            self._started_ray = False
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def versions(self) -> list[VersionInfo]:
+        return [VersionInfo(v, self._models[v], ip.max_model_len) for v, ip in self._inputs.items()]
+
+    def count_prompt_tokens(self, version: str, *, prompt: str | None = None,
+                            messages: list[dict] | None = None) -> int:
+        inputs = self._inputs.get(version)
+        if inputs is None:
+            raise VersionUnavailable(f"version {version!r} is not deployed")
+        return len(inputs.tokenize(prompt, messages))
+
+    async def health(self) -> dict[str, bool]:
+        await self._refresh_health()
+        return dict(self._healthy)
+
+    async def describe(self, version: str) -> dict:
+        """One replica's own view (version, replica id, pid, max_model_len): for operators and tests."""
+        handle = self._handles.get(version)
+        if handle is None:
+            raise VersionUnavailable(f"version {version!r} is not deployed")
+        return await handle.info.remote()
+
+    async def _refresh_health(self) -> None:
+        status = await asyncio.to_thread(serve.status)
+        healthy = {}
+        for version in self._configs:
+            app = status.applications.get(app_name(version))
+            deployments = app.deployments.values() if app is not None else []
+            healthy[version] = any(d.replica_states.get("RUNNING", 0) > 0 for d in deployments)
+        self._healthy = healthy
+
+    async def _poll_health(self) -> None:
+        while True:
+            await asyncio.sleep(self._health_poll_s)
+            try:
+                await self._refresh_health()
+            except (RayError, RayServeException) as e:
+                # The controller is briefly unreachable: keep the last view, say so, poll again.
+                log.warning("ray backend: health poll failed: %s", e)
+
+    # -- generation ----------------------------------------------------------------------
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationChunk]:
+        async for raw in self.stream_raw(request):
+            yield GenerationChunk(**{k: raw[k] for k in _CHUNK_FIELDS})
+
+    async def stream_raw(self, request: GenerationRequest, *, prefix_key: str | None = None) -> AsyncIterator[dict]:
+        """Chunks as the replica sends them (the first names `version` and `replica`)."""
+        version = request.version
+        handle = self._handles.get(version)
+        if handle is None:
+            raise VersionUnavailable(f"version {version!r} is not deployed")
+        SamplingParams(max_tokens=request.max_tokens, temperature=request.temperature, top_p=request.top_p,
+                       top_k=request.top_k, seed=request.seed, stop=list(request.stop))  # ValueError: a 400
+        if not self._healthy.get(version, False):
+            raise VersionUnavailable(f"version {version!r} has no ready replica")
+        payload = asdict(request)
+        gen = handle.options(stream=True).generate.remote(payload, prefix_key=prefix_key)
+        deadline = time.monotonic() + self._settings.request_timeout_s
+        sent = prompt_tokens = 0
+        finished = False
+        try:
+            try:
+                first = await asyncio.wait_for(gen.__anext__(), self._first_chunk_timeout_s)
+            except StopAsyncIteration:
+                raise VersionUnavailable(f"{version}: the replica ended the stream without output") from None
+            except TimeoutError:
+                raise VersionOverloaded(f"{version}: no first token within {self._first_chunk_timeout_s:g}s") from None
+            except BackPressureError as e:
+                raise VersionOverloaded(f"{version}: {e}") from e
+            except RayTaskError as e:
+                if isinstance(e, ValueError):
+                    raise ValueError(str(e.cause)) from e
+                raise VersionUnavailable(f"{version}: {e}") from e
+            except (RayActorError, RayError, RayServeException) as e:
+                self._healthy[version] = False  # until the next poll says otherwise
+                raise VersionUnavailable(f"{version}: replica lost before the first token: {e}") from e
+            chunk = first
+            while True:
+                sent, prompt_tokens = chunk["completion_tokens"], chunk["prompt_tokens"]
+                finished = chunk["finish_reason"] is not None
+                yield chunk
+                if finished:
+                    return
+                try:
+                    chunk = await asyncio.wait_for(gen.__anext__(), max(0.0, deadline - time.monotonic()))
+                except StopAsyncIteration:
+                    raise ReplicaLost(f"{version}: stream ended without a finish reason", version=version,
+                                      prompt_tokens=prompt_tokens, completion_tokens=sent) from None
+                except TimeoutError:
+                    raise ReplicaLost(f"{version}: timed out after {self._settings.request_timeout_s:g}s",
+                                      version=version, prompt_tokens=prompt_tokens, completion_tokens=sent) from None
+                except (RayError, RayServeException) as e:
+                    self._healthy[version] = False
+                    raise ReplicaLost(f"{version}: replica lost mid-stream after {sent} tokens: {e}",
+                                      version=version, prompt_tokens=prompt_tokens, completion_tokens=sent) from e
+        finally:
+            if not finished:
+                gen.cancel()  # the replica's generator is cancelled; the engine aborts and frees blocks

@@ -1,0 +1,1 @@
+"""The model pool on Ray Serve: one deployment per catalogue version."""

@@ -1,0 +1,66 @@
+"""One Serve deployment's settings: which engine a replica builds and how the pool scales."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class VersionServeConfig:
+    version: str  # "smollm2-135m-instruct@fp32"
+    engine: dict  # workers.EngineConfig keyword arguments (model included)
+    min_replicas: int = 1  # the warm floor the autoscaler keeps
+    max_replicas: int = 1
+    # Loaded replicas kept on top of the warm floor: the autoscaler never goes below
+    # min_replicas + standby, so a burst lands on replicas that are already warm
+    # while any further ones load. They count against max_replicas + standby too.
+    standby: int = 0
+    target_ongoing_requests: float = 16
+    upscale_delay_s: float = 5.0
+    downscale_delay_s: float = 60.0
+    num_cpus: float = 1.0  # Ray CPUs per replica (fractions let several share a core)
+    max_ongoing_requests: int = 64  # per replica; the engine batches these together
+    max_queued_requests: int = 256  # per caller; beyond it the handle refuses (overloaded)
+    prefix_routing: bool = False  # prefer the replica that last served the same prompt prefix
+    health_check_period_s: float = 2.0
+    health_check_timeout_s: float = 30.0
+    warmup_prompt: str = "Hello"
+    env: dict[str, str] = field(default_factory=dict)  # replica environment (e.g. OMP_NUM_THREADS)
+
+    def __post_init__(self) -> None:
+        if "@" not in self.version:
+            raise ValueError(f"version must be model@version, got {self.version!r}")
+        if not isinstance(self.engine, dict) or "model" not in self.engine:
+            raise ValueError("engine must be a dict of EngineConfig fields including 'model'")
+        if self.min_replicas < 0:
+            raise ValueError(f"min_replicas must be >= 0, got {self.min_replicas}")
+        if self.max_replicas < 1 or self.max_replicas < self.min_replicas:
+            raise ValueError(f"max_replicas must be >= max(1, min_replicas), got {self.max_replicas}")
+        if self.standby < 0:
+            raise ValueError(f"standby must be >= 0, got {self.standby}")
+        if self.target_ongoing_requests <= 0:
+            raise ValueError(f"target_ongoing_requests must be > 0, got {self.target_ongoing_requests}")
+        if self.upscale_delay_s < 0 or self.downscale_delay_s < 0:
+            raise ValueError("upscale_delay_s and downscale_delay_s must be >= 0")
+        if self.num_cpus < 0:
+            raise ValueError(f"num_cpus must be >= 0, got {self.num_cpus}")
+        if self.max_ongoing_requests < 1:
+            raise ValueError(f"max_ongoing_requests must be >= 1, got {self.max_ongoing_requests}")
+        if self.max_queued_requests < 1 and self.max_queued_requests != -1:
+            raise ValueError(f"max_queued_requests must be >= 1 or -1 (unbounded), got {self.max_queued_requests}")
+        if self.health_check_period_s <= 0 or self.health_check_timeout_s <= 0:
+            raise ValueError("health_check_period_s and health_check_timeout_s must be > 0")
+
+    @property
+    def floor(self) -> int:
+        """Replicas kept loaded at all times: the warm floor plus the standby pool."""
+        return self.min_replicas + self.standby
+
+    def autoscaling_config(self) -> dict:
+        return {
+            "min_replicas": self.floor,
+            "initial_replicas": self.floor,
+            "max_replicas": self.max_replicas + self.standby,
+            "target_ongoing_requests": self.target_ongoing_requests,
+            "upscale_delay_s": self.upscale_delay_s,
+            "downscale_delay_s": self.downscale_delay_s,
+        }

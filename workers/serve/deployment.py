@@ -1,0 +1,70 @@
+"""A Serve replica of one model version: a workers AsyncEngine behind a streaming method.
+
+Serve counts a replica ready once its constructor has returned and `check_health` passes; the
+constructor loads the weights and runs a warm-up generation, so traffic never meets a cold engine."""
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+
+from ray import serve
+
+from workers.config import EngineConfig
+from workers.engine.async_engine import AsyncEngine
+from workers.sampling_params import SamplingParams
+
+# GenerationRequest fields a replica turns into SamplingParams.
+_SAMPLING = ("max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "ignore_eos")
+
+
+class VersionServer:
+    async def __init__(self, version: str, engine: dict, warmup_prompt: str = "Hello") -> None:
+        self._version = version
+        self._engine = AsyncEngine(EngineConfig(**engine), model_name=version)
+        await self._engine.start()
+        await self._warm_up(warmup_prompt)
+        context = serve.get_replica_context()
+        self._replica = context.replica_id.unique_id if context is not None else f"local-{os.getpid()}"
+
+    async def _warm_up(self, prompt: str) -> None:
+        """One short greedy generation: first-call costs (allocations, kernels) paid before traffic."""
+        params = SamplingParams(max_tokens=2, temperature=0)
+        async for _ in self._engine.generate(f"warmup-{uuid.uuid4().hex}", prompt, params=params):
+            pass
+
+    def info(self) -> dict:
+        """What the gateway needs to validate and count prompts locally, and who answered."""
+        ip = self._engine._engine.input_processor
+        return {"version": self._version, "replica": self._replica, "pid": os.getpid(),
+                "max_model_len": self._engine.max_model_len, "kv_capacity_tokens": ip.kv_capacity_tokens,
+                "block_size": ip.block_size}
+
+    async def generate(self, request: dict, prefix_key: str | None = None) -> AsyncIterator[dict]:
+        """Stream delta chunks (GenerationChunk fields as a dict). The first carries `version`
+        and `replica`. When the caller cancels, closing the engine stream aborts the request.
+        `prefix_key` is read by the prefix-affinity request router, not here."""
+        params = SamplingParams(**{k: request[k] for k in _SAMPLING if k in request})
+        # A fresh id per attempt: a retry may reach this replica while the last one still aborts.
+        rid = f"{request['request_id']}-{uuid.uuid4().hex[:8]}"
+        outputs = self._engine.generate(rid, request.get("prompt"), messages=request.get("messages"), params=params)
+        first = True
+        try:
+            async for out in outputs:
+                delta = out.outputs[0]
+                chunk = {"text": delta.text, "token_ids": list(delta.token_ids),
+                         "prompt_tokens": out.num_prompt_tokens, "completion_tokens": out.num_output_tokens,
+                         "cached_tokens": out.num_cached_tokens, "finish_reason": delta.finish_reason}
+                if first:
+                    chunk |= {"version": self._version, "replica": self._replica}
+                    first = False
+                yield chunk
+        finally:
+            await outputs.aclose()
+
+    def check_health(self) -> None:
+        if not self._engine.is_running:
+            raise RuntimeError(f"{self._version}: the engine loop is not running")
+
+    async def __del__(self) -> None:
+        await self._engine.stop()

@@ -1,0 +1,37 @@
+"""Prefix affinity: requests that share a prompt prefix go to the same replica, whose prefix
+cache then already holds that prefix's KV blocks.
+
+The caller passes `prefix_key` (a hash of, say, the system prompt) to `generate`. Replicas are
+ranked by rendezvous hashing on that key, so the choice is stable and moves only the keys of a
+replica that comes or goes. The preferred replica is tried first; if it refuses (its queue is
+full) Serve falls through to the next rank, two other replicas, as power-of-two-choices would.
+Requests without a key use plain power-of-two choices."""
+from __future__ import annotations
+
+import hashlib
+import random
+
+from ray.serve.request_router import FIFOMixin, PendingRequest, RequestRouter, RunningReplica
+
+
+def _score(key: str, replica_id: str) -> int:
+    return int.from_bytes(hashlib.blake2b(f"{key}\x00{replica_id}".encode(), digest_size=8).digest(), "big")
+
+
+def rank_by_affinity(key: str, replica_ids: list[str]) -> list[str]:
+    """Replica ids, the one owning `key` first (highest rendezvous score)."""
+    return sorted(replica_ids, key=lambda rid: _score(key, rid), reverse=True)
+
+
+class PrefixAffinityRouter(FIFOMixin, RequestRouter):
+    async def choose_replicas(self, candidate_replicas: list[RunningReplica],
+                              pending_request: PendingRequest | None = None) -> list[list[RunningReplica]]:
+        if not candidate_replicas:
+            return []
+        key = pending_request.kwargs.get("prefix_key") if pending_request is not None else None
+        if not key or len(candidate_replicas) == 1:
+            return [random.sample(candidate_replicas, min(2, len(candidate_replicas)))]
+        by_id = {r.replica_id.unique_id: r for r in candidate_replicas}
+        ranked = [by_id[rid] for rid in rank_by_affinity(key, list(by_id))]
+        rest = ranked[1:]
+        return [[ranked[0]], random.sample(rest, min(2, len(rest)))]

@@ -1,0 +1,88 @@
+"""Admin: read and change model routes (canary splits, promotions, rollbacks) and their audit log."""
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from pydantic import BaseModel, ConfigDict
+
+from gateway.api.deps import AdminDep
+from gateway.api.errors import APIError, invalid_request, not_found
+from gateway.routing.errors import RoutingError, UnknownModel
+from gateway.routing.router import Router
+
+router = APIRouter(prefix="/admin/routes", tags=["admin"])
+
+
+def get_router(request: Request) -> Router:
+    """The app's Router (`app.state.router`, set where the app is built)."""
+    return request.app.state.router
+
+
+RouterDep = Annotated[Router, Depends(get_router)]
+# Who made a change, for the audit log (the CLI sends the operator's login name).
+ActorDep = Annotated[str, Header(alias="x-tollgate-actor", min_length=1, max_length=200)]
+
+
+class RouteUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    # Values are checked by the Router so that its errors (naming weights.<version>) reach the client.
+    weights: dict[str, Any]
+    fallbacks: list[str] | None = None
+    stable: str | None = None
+
+
+class Promotion(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    version: str
+
+
+def _api_error(e: RoutingError) -> APIError:
+    if isinstance(e, UnknownModel):
+        return not_found(f"No route for `{e.model}`.")
+    return invalid_request(str(e), param=e.param, code="invalid_route")
+
+
+def _apply(change, *args, **kwargs) -> dict:
+    try:
+        return change(*args, **kwargs)
+    except RoutingError as e:
+        raise _api_error(e) from e
+
+
+@router.get("")
+def list_routes(_: AdminDep, routes: RouterDep) -> dict:
+    """Every alias' live route with per-version window metrics."""
+    return {"object": "list", "data": list(routes.routes_snapshot().values())}
+
+
+@router.get("/audit")
+def audit(_: AdminDep, routes: RouterDep, alias: str | None = None,
+          limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> dict:
+    """Route changes, newest first (operators' and automatic rollbacks)."""
+    return {"object": "list", "data": [e.to_dict() for e in routes.audit(alias=alias, limit=limit)]}
+
+
+@router.get("/{alias}")
+def get_route(alias: str, _: AdminDep, routes: RouterDep) -> dict:
+    """One alias' live route."""
+    return _apply(routes.route, alias)
+
+
+@router.put("/{alias}")
+def set_route(alias: str, body: RouteUpdate, _: AdminDep, routes: RouterDep,
+              actor: ActorDep = "admin") -> dict:
+    """Replace an alias' weights (sum 100) and optionally its fallbacks."""
+    return _apply(routes.set_weights, alias, body.weights, body.fallbacks, actor, stable=body.stable)
+
+
+@router.post("/{alias}/promote")
+def promote(alias: str, body: Promotion, _: AdminDep, routes: RouterDep, actor: ActorDep = "admin") -> dict:
+    """All traffic to one version, which becomes the stable one."""
+    return _apply(routes.promote, alias, body.version, actor)
+
+
+@router.post("/{alias}/rollback")
+def rollback(alias: str, _: AdminDep, routes: RouterDep, actor: ActorDep = "admin") -> dict:
+    """Canaries to 0, the stable version to 100."""
+    return _apply(routes.rollback, alias, actor)

@@ -1,0 +1,113 @@
+"""`tollgate routes list|set|promote|rollback|audit`: the admin routes API from a terminal.
+
+    tollgate routes set chat stable=90 canary=10    # short version names or full model@version
+    tollgate routes promote chat bf16
+"""
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+
+import httpx
+
+from gateway.settings import Settings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `routes` sub-command to the tollgate console."""
+    p = subparsers.add_parser("routes", help="show and change model routes (canary splits)")
+    p.add_argument("--url", help="gateway base URL (default: http://<TOLLGATE_HOST>:<TOLLGATE_PORT>)")
+    p.add_argument("--admin-key", help="admin key (default: TOLLGATE_ADMIN_KEY, else <data_dir>/admin_key)")
+    sub = p.add_subparsers(dest="routes_command", required=True)
+    sub.add_parser("list", help="every alias and its split")
+    s = sub.add_parser("set", help="set an alias' weights: VERSION=PERCENT ... (sum 100)")
+    s.add_argument("alias")
+    s.add_argument("weights", nargs="+", metavar="VERSION=PERCENT")
+    s.add_argument("--fallback", action="append", dest="fallbacks", help="a fallback (repeat; default: keep)")
+    pr = sub.add_parser("promote", help="send all traffic to one version")
+    pr.add_argument("alias")
+    pr.add_argument("version")
+    rb = sub.add_parser("rollback", help="canaries to 0, stable to 100")
+    rb.add_argument("alias")
+    au = sub.add_parser("audit", help="recent route changes")
+    au.add_argument("--alias")
+    au.add_argument("--limit", type=int, default=20)
+    p.set_defaults(handler=run)
+
+
+def parse_weights(items: list[str]) -> dict[str, int]:
+    """["fp32=90", "bf16=10"] -> {"fp32": 90, "bf16": 10}; ValueError naming the bad item."""
+    out: dict[str, int] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ValueError(f"expected VERSION=PERCENT, got {item!r}")
+        try:
+            out[name] = int(value)
+        except ValueError:
+            raise ValueError(f"{name}: percent must be an integer, got {value!r}") from None
+    return out
+
+
+def _request(args: argparse.Namespace) -> tuple[str, str, dict | None]:
+    a = args.routes_command
+    if a == "list":
+        return "GET", "/admin/routes", None
+    if a == "set":
+        body: dict = {"weights": parse_weights(args.weights)}
+        if args.fallbacks:
+            body["fallbacks"] = args.fallbacks
+        return "PUT", f"/admin/routes/{args.alias}", body
+    if a == "promote":
+        return "POST", f"/admin/routes/{args.alias}/promote", {"version": args.version}
+    if a == "rollback":
+        return "POST", f"/admin/routes/{args.alias}/rollback", None
+    params = f"?limit={args.limit}" + (f"&alias={args.alias}" if args.alias else "")
+    return "GET", f"/admin/routes/audit{params}", None
+
+
+def _admin_key(args: argparse.Namespace, settings: Settings) -> str:
+    if args.admin_key:
+        return args.admin_key
+    if settings.admin_key:
+        return settings.admin_key
+    path = settings.data_dir / "admin_key"
+    if not path.exists():
+        raise SystemExit(f"no admin key: pass --admin-key, set TOLLGATE_ADMIN_KEY, or start the gateway "
+                         f"once to create {path}")
+    return path.read_text().strip()
+
+
+def _show(data: dict) -> None:
+    rows = data.get("data") if data.get("object") == "list" else [data]
+    for row in rows:
+        if "weights" in row and "action" not in row:
+            split = "  ".join(f"{v}={w}" for v, w in row["weights"].items())
+            print(f"{row['alias']:<28} {split}  stable={row['stable']}  fallbacks={row['fallbacks']}")
+        else:
+            print(json.dumps(row))
+
+
+def run(args: argparse.Namespace, settings: Settings | None = None, client: httpx.Client | None = None) -> int:
+    settings = settings or Settings()
+    try:
+        method, path, body = _request(args)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    url = args.url or f"http://{settings.host}:{settings.port}"
+    headers = {"Authorization": f"Bearer {_admin_key(args, settings)}", "x-tollgate-actor": getpass.getuser()}
+    http = client or httpx.Client(base_url=url, timeout=30)
+    try:
+        resp = http.request(method, path, json=body, headers=headers)
+    finally:
+        if client is None:
+            http.close()
+    data = resp.json()
+    if resp.status_code >= 400:
+        print(f"error ({resp.status_code}): {data['error']['message']}", file=sys.stderr)
+        return 1
+    _show(data)
+    return 0

@@ -14,8 +14,15 @@ def _inprocess(settings: Settings, catalogue: Catalogue) -> ModelBackend:
     return InProcessBackend(catalogue)
 
 
+def _ray(settings: Settings, catalogue: Catalogue) -> ModelBackend:
+    from gateway.serving.ray_backend import RayServeBackend  # ray loads only when chosen
+
+    return RayServeBackend(settings, catalogue)
+
+
 BACKENDS: dict[str, Callable[[Settings, Catalogue], ModelBackend]] = {
     "inprocess": _inprocess,
+    "ray": _ray,
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from types import SimpleNamespace
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import create_engine, text
@@ -27,8 +28,8 @@ PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/tollgate_test"
 TEST_ADMIN_KEY = "tga-test-admin-key"
 ADMIN = {"Authorization": f"Bearer {TEST_ADMIN_KEY}"}
 
-__all__ = ["ADMIN", "TEST_ADMIN_KEY", "data_app", "data_services", "database", "db_url",
-           "deploy_catalogue", "pg_url", "sqlite_url"]
+__all__ = ["ADMIN", "TEST_ADMIN_KEY", "admin_http", "assert_openai_error", "bearer", "data_app", "data_services", "database", "db_url",
+           "deploy_catalogue", "new_tenant_key", "pg_url", "sqlite_url"]
 
 
 @pytest.fixture
@@ -88,3 +89,35 @@ def data_app(data_services):
     app.include_router(usage_router, prefix="/v1")
     app.state.services = data_services
     return app
+
+
+@pytest.fixture
+def admin_http(data_app):
+    """An httpx client on data_app (in process, no server)."""
+    return httpx.AsyncClient(transport=httpx.ASGITransport(data_app), base_url="http://gateway")
+
+
+async def new_tenant_key(client: httpx.AsyncClient, name: str, **key_body) -> tuple[str, dict]:
+    """Create a tenant and a key through the admin API: (tenant id, key response)."""
+    r = await client.post("/admin/tenants", json={"name": name}, headers=ADMIN)
+    assert r.status_code == 201, r.text
+    tenant_id = r.json()["id"]
+    r = await client.post(f"/admin/tenants/{tenant_id}/keys", json=key_body, headers=ADMIN)
+    assert r.status_code == 201, r.text
+    return tenant_id, r.json()
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def assert_openai_error(resp: httpx.Response, status: int, *, param: str | None = None,
+                        code: str | None = None) -> dict:
+    assert resp.status_code == status, resp.text
+    error = resp.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"} and error["message"]
+    if param is not None:
+        assert error["param"] == param, error
+    if code is not None:
+        assert error["code"] == code, error
+    return error

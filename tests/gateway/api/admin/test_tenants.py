@@ -1,0 +1,98 @@
+import pytest
+
+from tests.gateway.data_fixtures import ADMIN, assert_openai_error, bearer, new_tenant_key
+
+
+async def test_create_list_read_update(admin_http):
+    r = await admin_http.post("/admin/tenants", headers=ADMIN, json={
+        "name": "acme", "rpm": 60, "tpm": 10000, "monthly_token_budget": 1000000,
+        "cache_threshold": 0.92, "cache_ttl_s": 3600, "cache_max_entries": 500})
+    assert r.status_code == 201
+    t = r.json()
+    assert t["id"] and t["status"] == "active" and t["rpm"] == 60 and t["cache_threshold"] == 0.92
+    assert t["cache_enabled"] is True and t["cache_allow_sampling"] is False
+
+    r = await admin_http.get("/admin/tenants", headers=ADMIN)
+    assert r.json()["object"] == "list" and [x["name"] for x in r.json()["data"]] == ["acme"]
+    assert (await admin_http.get(f"/admin/tenants/{t['id']}", headers=ADMIN)).json() == t
+
+    r = await admin_http.patch(f"/admin/tenants/{t['id']}", headers=ADMIN, json={
+        "rpm": None, "tpm": 5, "cache_allow_sampling": True, "cache_threshold": 1})
+    assert r.status_code == 200
+    got = r.json()
+    assert (got["rpm"], got["tpm"], got["cache_allow_sampling"], got["cache_threshold"]) == (None, 5, True, 1.0)
+    assert got["monthly_token_budget"] == 1000000  # untouched
+
+
+async def test_defaults_are_unlimited(admin_http):
+    r = await admin_http.post("/admin/tenants", headers=ADMIN, json={"name": "plain"})
+    t = r.json()
+    assert (t["rpm"], t["tpm"], t["monthly_token_budget"], t["cache_threshold"]) == (None, None, None, None)
+
+
+async def test_duplicate_name_is_a_conflict(admin_http):
+    await admin_http.post("/admin/tenants", headers=ADMIN, json={"name": "acme"})
+    r = await admin_http.post("/admin/tenants", headers=ADMIN, json={"name": "acme"})
+    assert_openai_error(r, 409, param="name", code="tenant_exists")
+    other = (await admin_http.post("/admin/tenants", headers=ADMIN, json={"name": "other"})).json()
+    r = await admin_http.patch(f"/admin/tenants/{other['id']}", headers=ADMIN, json={"name": "acme"})
+    assert_openai_error(r, 409, param="name")
+
+
+@pytest.mark.parametrize("body,param", [
+    ({}, "name"),
+    ({"name": ""}, "name"),
+    ({"name": "  padded "}, "name"),
+    ({"name": "a", "surprise": 1}, "surprise"),
+    ({"name": "a", "rpm": 0}, "rpm"),
+    ({"name": "a", "tpm": "lots"}, "tpm"),
+    ({"name": "a", "monthly_token_budget": -1}, "monthly_token_budget"),
+    ({"name": "a", "cache_threshold": 0}, "cache_threshold"),
+    ({"name": "a", "cache_threshold": 1.01}, "cache_threshold"),
+    ({"name": "a", "cache_ttl_s": -1}, "cache_ttl_s"),
+    ({"name": "a", "cache_max_entries": -5}, "cache_max_entries"),
+])
+async def test_bad_create_bodies_are_400_naming_the_field(admin_http, body, param):
+    r = await admin_http.post("/admin/tenants", headers=ADMIN, json=body)
+    assert_openai_error(r, 400, param=param)
+
+
+@pytest.mark.parametrize("body,param", [
+    ({"cache_threshold": -0.5}, "cache_threshold"),
+    ({"cache_ttl_s": -1}, "cache_ttl_s"),
+    ({"cache_max_entries": -1}, "cache_max_entries"),
+    ({"status": "paused"}, "status"),
+    ({"id": "new-id"}, "id"),
+])
+async def test_bad_updates_are_400_naming_the_field(admin_http, body, param):
+    t = (await admin_http.post("/admin/tenants", headers=ADMIN, json={"name": "acme"})).json()
+    r = await admin_http.patch(f"/admin/tenants/{t['id']}", headers=ADMIN, json=body)
+    assert_openai_error(r, 400, param=param)
+
+
+@pytest.mark.parametrize("field", ["name", "status", "cache_enabled"])
+async def test_required_fields_cannot_be_nulled(admin_http, field):
+    t = (await admin_http.post("/admin/tenants", headers=ADMIN, json={"name": "acme"})).json()
+    r = await admin_http.patch(f"/admin/tenants/{t['id']}", headers=ADMIN, json={field: None})
+    assert_openai_error(r, 400)
+
+
+async def test_unknown_tenant_is_404(admin_http):
+    assert_openai_error(await admin_http.get("/admin/tenants/nope", headers=ADMIN), 404)
+    assert_openai_error(await admin_http.patch("/admin/tenants/nope", headers=ADMIN, json={"rpm": 1}), 404)
+
+
+async def test_malformed_json_is_400(admin_http):
+    r = await admin_http.post("/admin/tenants", headers={**ADMIN, "Content-Type": "application/json"},
+                              content=b"{not json")
+    assert_openai_error(r, 400)
+
+
+async def test_disabling_a_tenant_locks_its_keys_out_at_once(admin_http):
+    tenant_id, key = await new_tenant_key(admin_http, "acme")
+    assert (await admin_http.get("/v1/usage", headers=bearer(key["key"]))).status_code == 200
+    await admin_http.patch(f"/admin/tenants/{tenant_id}", headers=ADMIN, json={"status": "disabled"})
+    assert_openai_error(await admin_http.get("/v1/usage", headers=bearer(key["key"])), 401,
+                        code="invalid_api_key")
+    await admin_http.patch(f"/admin/tenants/{tenant_id}", headers=ADMIN, json={"status": "active"})
+    assert (await admin_http.get("/v1/usage", headers=bearer(key["key"]))).status_code == 200

@@ -1,7 +1,7 @@
 """Prometheus metrics. Each app owns its registry, so two apps in one process never collide."""
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
@@ -24,7 +24,8 @@ class Metrics:
         self.inflight = Gauge("tollgate_inflight_generations", "Generations running now", registry=r)
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        """This app's metrics, then the process-wide ones (the engine's, the router's)."""
+        return generate_latest(self.registry) + generate_latest(REGISTRY)
 
     def record_usage(self, tenant: str, model: str, *, prompt: int, completion: int, cached: int,
                      cost: float) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import bisect
+import logging
 import threading
 import time
 from dataclasses import dataclass
@@ -14,6 +15,8 @@ from gateway.catalogue import Catalogue
 from gateway.crud.prices import list_prices, priced_models, set_price
 from gateway.db.database import Database
 from gateway.db.types import MONEY_QUANTUM, utcnow
+
+log = logging.getLogger(__name__)
 
 MILLION = Decimal(1_000_000)
 # Catalogue prices are the baseline "since always", so usage at any date has a price.
@@ -46,8 +49,9 @@ def request_cost(price: PricePoint, *, prompt_tokens: int, completion_tokens: in
 
 
 class PriceBook:
-    """Loaded from the prices table; `reload()` after a change, and re-read every `refresh_s`
-    so several gateway processes converge on a price set through another one."""
+    """Loaded from the prices table; `reload()` after a change. Also re-read every `refresh_s`
+    (in a background thread, never on the caller's path) so several gateway processes converge
+    on a price set through another one."""
 
     def __init__(self, database: Database, *, refresh_s: float = 60.0) -> None:
         self._database = database
@@ -55,6 +59,7 @@ class PriceBook:
         self._lock = threading.Lock()
         self._history: dict[str, list[PricePoint]] = {}  # model -> ascending effective_from
         self._loaded_at: float | None = None
+        self._refreshing = False
 
     def reload(self) -> None:
         with self._database.session() as session:
@@ -69,9 +74,22 @@ class PriceBook:
 
     def _fresh(self) -> dict[str, list[PricePoint]]:
         loaded = self._loaded_at
-        if loaded is None or time.monotonic() - loaded > self._refresh_s:
-            self.reload()
+        if loaded is None:
+            self.reload()  # the first read must see the table
+        elif time.monotonic() - loaded > self._refresh_s and not self._refreshing:
+            self._refreshing = True
+            threading.Thread(target=self._background_reload, name="pricebook-refresh", daemon=True).start()
         return self._history
+
+    def _background_reload(self) -> None:
+        try:
+            self.reload()
+        except Exception:
+            # Keep serving the prices already loaded; try again after another refresh_s.
+            log.exception("price refresh failed; keeping the prices loaded earlier")
+            self._loaded_at = time.monotonic()
+        finally:
+            self._refreshing = False
 
     def history(self, model: str) -> list[PricePoint]:
         return list(self._fresh().get(model, []))

@@ -1,10 +1,14 @@
-"""`tollgate migrate [--down]`: bring the database to every head (or back to base)."""
+"""`tollgate migrate [--down]`: bring the database to every head (or back to base), then give
+every catalogue model without a price its catalogue price (the gateway refuses unpriced models)."""
 from __future__ import annotations
 
 import argparse
 import sys
 
+from gateway.billing.prices import seed_prices_from_catalogue
+from gateway.catalogue import load_catalogue
 from gateway.db import migrate as migrations
+from gateway.db.database import Database
 from gateway.settings import Settings
 
 
@@ -15,11 +19,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    url = Settings().resolved_database_url
+    settings = Settings()
+    url = settings.resolved_database_url
     if args.down:
         migrations.downgrade(url)
         print("database downgraded to base", file=sys.stderr)
-    else:
-        migrations.upgrade(url)
-        print("database upgraded to heads", file=sys.stderr)
+        return 0
+    migrations.upgrade(url)
+    print("database upgraded to heads", file=sys.stderr)
+    database = Database(url)
+    try:
+        with database.session() as session:
+            seeded = seed_prices_from_catalogue(session, load_catalogue(settings.catalogue))
+    finally:
+        database.dispose()
+    if seeded:
+        print(f"catalogue prices seeded for: {', '.join(seeded)}", file=sys.stderr)
     return 0

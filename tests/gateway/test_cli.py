@@ -8,7 +8,11 @@ import pytest
 import uvicorn
 from sqlalchemy import create_engine, inspect
 
+from gateway.billing.prices import PriceBook
+from gateway.catalogue import load_catalogue
 from gateway.cli import build_parser, main
+from gateway.db.database import Database
+from gateway.settings import Settings
 from tests.gateway.data_fixtures import (  # noqa: F401
     TEST_ADMIN_KEY, data_app, data_services, database, deploy_catalogue, sqlite_url)
 
@@ -115,9 +119,13 @@ def test_unreachable_gateway(capsys):
 def test_migrate_up_and_down(capsys, monkeypatch, tmp_path):
     url = f"sqlite:///{tmp_path / 'm' / 'tollgate.db'}"
     monkeypatch.setenv("DATABASE_URL", url)
-    assert run(capsys, "migrate")[0] == 0
+    rc, _, err = run(capsys, "migrate")
+    assert rc == 0 and "seeded for: smollm2-135m-instruct, all-minilm-l6-v2" in err
     engine = create_engine(url)
     assert {"tenants", "api_keys", "prices", "usage_ledger"} <= set(inspect(engine).get_table_names())
+    rc, _, err = run(capsys, "migrate")  # again: nothing to do, prices untouched
+    assert rc == 0 and "seeded" not in err
+    assert PriceBook(Database(url)).missing_prices(load_catalogue(Settings().catalogue)) == []
     assert run(capsys, "migrate", "--down")[0] == 0
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
     engine.dispose()

@@ -1,3 +1,4 @@
+import time
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -89,3 +90,15 @@ def test_missing_prices_names_every_unpriced_model(database):
     with database.session() as s:
         set_price(s, model="b", input_per_million=D("1"), output_per_million=D("1"), effective_from=JAN)
     assert PriceBook(database).missing_prices(catalogue) == ["a", "e"]
+
+
+def test_stale_prices_refresh_in_the_background(database):
+    book = PriceBook(database, refresh_s=0)
+    assert not book.has_price("m")  # first read: loaded synchronously
+    with database.session() as s:
+        set_price(s, model="m", input_per_million=D("1"), output_per_million=D("2"), effective_from=JAN)
+    for _ in range(200):  # each stale read starts (at most one) refresh thread and returns at once
+        if book.has_price("m"):
+            break
+        time.sleep(0.01)
+    assert book.has_price("m")

@@ -46,6 +46,7 @@ class AsyncEngine:
         self._commands: list[_Add | _Abort] = []  # guarded by _cond
         self._stopping = False  # guarded by _cond
         self._streams: dict[str, asyncio.Queue] = {}  # event-loop thread only
+        self._abort_waiters: set[asyncio.Future] = set()  # event-loop thread only
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -128,8 +129,12 @@ class AsyncEngine:
         if not self.is_running:
             return
         done = asyncio.get_running_loop().create_future()
-        self._submit(_Abort(request_id, done))
-        await done
+        self._abort_waiters.add(done)
+        try:
+            self._submit(_Abort(request_id, done))
+            await done
+        finally:
+            self._abort_waiters.discard(done)
 
     def _submit(self, command: _Add | _Abort) -> None:
         with self._cond:
@@ -201,6 +206,8 @@ class AsyncEngine:
     def _fail_streams(self, exc: BaseException) -> None:
         for queue in self._streams.values():
             queue.put_nowait(exc)
+        for done in self._abort_waiters:  # a dead loop has nothing left to free
+            _settle(done)
 
 
 def _settle(done: asyncio.Future) -> None:

@@ -33,6 +33,7 @@ class BlockManager:
         self._free: deque[int] = deque(range(num_blocks))  # ref 0, no hash: handed out first
         self._evictable: OrderedDict[int, None] = OrderedDict()  # ref 0, hashed; least recent first
         self._cached: dict[int, int] = {}  # block hash -> block id
+        self._num_published: dict[str, int] = {}  # request id -> leading blocks already hashed
         self.stats = PrefixCacheStats()
 
     @property
@@ -92,8 +93,10 @@ class BlockManager:
         """Publish seq's full, computed blocks under their chained hashes (call after a step)."""
         if not self.enable_prefix_caching:
             return
-        parent = None
-        for i in range(seq.num_computed_tokens // self.block_size):
+        start = self._num_published.get(seq.request_id, 0)
+        end = seq.num_computed_tokens // self.block_size
+        parent = self.blocks[seq.block_table[start - 1]].hash if start else None
+        for i in range(start, end):
             block = self.blocks[seq.block_table[i]]
             if block.hash is None:
                 tokens = tuple(seq.block_tokens(i))
@@ -101,6 +104,7 @@ class BlockManager:
                 # A twin computed concurrently may own the hash already; keep that one published.
                 self._cached.setdefault(block.hash, block.block_id)
             parent = block.hash
+        self._num_published[seq.request_id] = max(start, end)
 
     def free(self, seq: Sequence) -> None:
         # Tail blocks first, so they are evicted before the shared heads of the same sequence.
@@ -112,6 +116,7 @@ class BlockManager:
             if block.ref_count == 0:
                 self._release(block)
         seq.block_table = []
+        self._num_published.pop(seq.request_id, None)
 
     def _num_lookup_blocks(self, seq: Sequence) -> int:
         return (seq.num_tokens - 1) // self.block_size

@@ -53,7 +53,7 @@ class OutputProcessor:
 
     def _detokenize(self, state: _RequestState) -> bool:
         seq = state.seq
-        new_ids = seq.output_token_ids[state.num_detokenized:]
+        new_ids = seq.token_ids[seq.num_prompt_tokens + state.num_detokenized:]
         state.num_detokenized += len(new_ids)
         if seq.finish_reason == "stop" and new_ids:
             new_ids = new_ids[:-1]  # a stop token (eos, stop_token_ids) ends the text unseen
@@ -66,9 +66,9 @@ class OutputProcessor:
     def _output(self, state: _RequestState) -> RequestOutput:
         seq, finished = state.seq, state.seq.is_finished
         text = visible = state.detokenizer.visible_text(finished)
-        token_ids = seq.output_token_ids
+        token_ids = seq.token_ids[seq.num_prompt_tokens + (state.num_sent_tokens if self.deltas else 0):]
         if self.deltas:
-            text, token_ids = visible[state.num_sent_chars:], token_ids[state.num_sent_tokens:]
+            text = visible[state.num_sent_chars:]
         state.num_sent_chars, state.num_sent_tokens = len(visible), seq.num_output_tokens
         if finished:
             del self._states[seq.request_id]

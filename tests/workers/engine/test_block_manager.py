@@ -145,3 +145,15 @@ def test_prefix_caching_disabled_never_shares():
     bm.free(a)
     assert bm.num_cached_blocks == 0
     assert_all_free(bm)
+
+
+def test_blocks_filled_by_decoding_are_published_too():
+    bm = BlockManager(8, BS)
+    a = make_seq(range(3), "a")
+    compute(bm, a, 3)
+    for t in (90, 91, 92, 93, 94):  # decode: one token per step
+        a.token_ids.append(t)
+        compute(bm, a, 1)
+    assert bm.num_cached_blocks == 2  # tokens 0..7 are computed: two full blocks
+    b = make_seq(a.token_ids + [7], "b")
+    assert bm.find_cached_prefix(b) == a.block_table[:2]

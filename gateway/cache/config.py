@@ -1,7 +1,9 @@
 """What the cache is allowed to do: the component's config and one tenant's policy."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from gateway.cache.index import IndexConfig
 
 # Chosen on the dev split of benchmarks/data/semantic_cache_pairs.jsonl with the guards on
 # (benchmarks/semantic_cache_eval.py): dev precision stays >= 99% from 0.83 up; + 0.03 margin.
@@ -40,15 +42,17 @@ class CacheConfig:
 
     default_policy: TenantCachePolicy = TenantCachePolicy()
     candidates: int = 4  # nearest neighbours checked by the guards, best first
-    rebuild_dead_fraction: float = 0.25  # compact a namespace's index past this share of dead rows
+    index: IndexConfig = field(default_factory=IndexConfig)
+    # FAISS's OpenMP pool is process-wide; for one query at a time, extra threads only contend.
+    faiss_threads: int = 1
 
     def __post_init__(self) -> None:
         if not isinstance(self.default_policy, TenantCachePolicy):
             raise TypeError("default_policy must be a TenantCachePolicy")
         if self.candidates < 1:
             raise ValueError(f"candidates must be >= 1, got {self.candidates}")
-        if not 0.0 < self.rebuild_dead_fraction <= 1.0:
-            raise ValueError(f"rebuild_dead_fraction must be in (0, 1], got {self.rebuild_dead_fraction}")
+        if self.faiss_threads < 1:
+            raise ValueError(f"faiss_threads must be >= 1, got {self.faiss_threads}")
 
     def policy_for(self, *, enabled: bool | None = None, allow_sampling: bool | None = None,
                    threshold: float | None = None, ttl_s: float | None = None,

@@ -8,14 +8,14 @@ from collections import OrderedDict
 
 import numpy as np
 
-from gateway.cache.index import NamespaceIndex
+from gateway.cache.index import IndexConfig, NamespaceIndex
 from gateway.cache.types import CacheEntry
 
 
 class EntryStore:
-    def __init__(self, dim: int, *, rebuild_dead_fraction: float = 0.25) -> None:
+    def __init__(self, dim: int, index_config: IndexConfig | None = None) -> None:
         self.dim = dim
-        self._rebuild_dead_fraction = rebuild_dead_fraction
+        self._index_config = index_config or IndexConfig()
         self._entries: dict[str, CacheEntry] = {}
         self._exact: dict[str, str] = {}  # exact key -> entry id
         self._indexes: dict[str, NamespaceIndex] = {}  # one per (tenant, model, context) namespace
@@ -55,15 +55,17 @@ class EntryStore:
         self._exact[entry.exact_key] = entry.id
         index = self._indexes.get(entry.namespace)
         if index is None:
-            index = self._indexes[entry.namespace] = NamespaceIndex(
-                self.dim, rebuild_dead_fraction=self._rebuild_dead_fraction)
+            index = self._indexes[entry.namespace] = NamespaceIndex(self.dim, self._index_config)
         index.add(entry.id, entry.vector)
         self._lru.setdefault(entry.tenant_id, OrderedDict())[entry.id] = None
 
     def add_many(self, entries: list[CacheEntry]) -> None:
-        """Bulk insert in the given order (oldest first), one FAISS add per namespace."""
+        """Bulk insert, oldest first (later entries are more recently used); one FAISS add per namespace."""
+        latest = {entry.exact_key: entry for entry in entries}  # a later entry replaces an earlier one
         by_namespace: dict[str, list[CacheEntry]] = {}
         for entry in entries:
+            if latest[entry.exact_key] is not entry:
+                continue
             previous = self.by_exact_key(entry.exact_key)
             if previous is not None:
                 self.remove(previous.id)
@@ -72,12 +74,10 @@ class EntryStore:
             self._lru.setdefault(entry.tenant_id, OrderedDict())[entry.id] = None
             by_namespace.setdefault(entry.namespace, []).append(entry)
         for namespace, group in by_namespace.items():
-            live = [e for e in group if e.id in self._entries]
             index = self._indexes.get(namespace)
             if index is None:
-                index = self._indexes[namespace] = NamespaceIndex(
-                    self.dim, rebuild_dead_fraction=self._rebuild_dead_fraction)
-            index.add_many([e.id for e in live], np.stack([e.vector for e in live]) if live else np.empty((0, self.dim)))
+                index = self._indexes[namespace] = NamespaceIndex(self.dim, self._index_config)
+            index.add_many([e.id for e in group], np.stack([e.vector for e in group]))
 
     def touch(self, entry: CacheEntry) -> None:
         self._lru[entry.tenant_id].move_to_end(entry.id)

@@ -12,6 +12,8 @@ import time
 import uuid
 from collections.abc import Callable
 
+import faiss
+
 from gateway.cache.config import CacheConfig, TenantCachePolicy
 from gateway.cache.guards import GUARDS, Guard, first_disagreement
 from gateway.cache.keys import Uncacheable, exact_key, namespace_key, question
@@ -40,7 +42,8 @@ class SemanticCache:
         self._savings = savings
         self._guards = guards
         self._clock = clock
-        self._store = EntryStore(embedder.dim, rebuild_dead_fraction=self.config.rebuild_dead_fraction)
+        faiss.omp_set_num_threads(self.config.faiss_threads)
+        self._store = EntryStore(embedder.dim, self.config.index)
         self._lock = threading.Lock()
         self._stats: dict[str, CacheStats] = {}
 

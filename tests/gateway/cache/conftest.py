@@ -1,0 +1,47 @@
+import pytest
+
+from gateway.cache import CacheConfig, CacheRequest, SemanticCache, TenantCachePolicy
+from gateway.embedding import Embedder, EmbedderConfig
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    return Embedder(EmbedderConfig())
+
+
+class Clock:
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def policy() -> TenantCachePolicy:
+    return TenantCachePolicy()
+
+
+@pytest.fixture
+def make_cache(embedder, clock):
+    def make(**kw) -> SemanticCache:
+        return SemanticCache(embedder, kw.pop("config", CacheConfig()), clock=clock, **kw)
+    return make
+
+
+@pytest.fixture
+def cache(make_cache) -> SemanticCache:
+    return make_cache()
+
+
+def ask(text: str, *, tenant: str = "t1", model: str = "chat", history: list[dict] | None = None,
+        system: str | None = None, **kw) -> CacheRequest:
+    messages = ([{"role": "system", "content": system}] if system else []) + (history or [])
+    messages.append({"role": "user", "content": text})
+    kw.setdefault("temperature", 0.0)
+    return CacheRequest(tenant, model, messages, **kw)

@@ -1,0 +1,28 @@
+import pytest
+
+from gateway.cache import DEFAULT_THRESHOLD, CacheConfig, TenantCachePolicy
+
+
+@pytest.mark.parametrize("field,value", [
+    ("threshold", 0.0), ("threshold", -0.2), ("threshold", 1.01),
+    ("ttl_s", -1), ("max_entries", -5),
+])
+def test_bad_policy_values_are_refused_naming_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        TenantCachePolicy(**{field: value})
+
+
+def test_edges_are_allowed():
+    TenantCachePolicy(threshold=1.0, ttl_s=0, max_entries=0)
+
+
+def test_policy_for_fills_unset_tenant_columns_with_defaults():
+    config = CacheConfig(default_policy=TenantCachePolicy(threshold=0.9, ttl_s=10, max_entries=7))
+    policy = config.policy_for(enabled=True, allow_sampling=None, threshold=None, ttl_s=30, max_entries=None)
+    assert policy == TenantCachePolicy(enabled=True, allow_sampling=False, threshold=0.9, ttl_s=30, max_entries=7)
+    with pytest.raises(ValueError, match="threshold"):
+        config.policy_for(threshold=2.0)
+
+
+def test_default_threshold_is_the_evaluated_one():
+    assert TenantCachePolicy().threshold == DEFAULT_THRESHOLD == 0.86

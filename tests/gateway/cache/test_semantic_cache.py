@@ -1,0 +1,187 @@
+"""Acceptance: isolation, the wrong-hit traps, policy, TTL, LRU, invalidation."""
+import asyncio
+
+import pytest
+
+from gateway.cache import CacheConfig, CacheRequest, TenantCachePolicy
+from tests.gateway.cache.conftest import ask
+
+ANSWER = dict(answer_text="Paris.", prompt_tokens=12, completion_tokens=3, finish_reason="stop")
+
+
+async def put(cache, request, policy, text="an answer"):
+    return await cache.store(request, policy, text, 10, 5, "stop")
+
+
+async def test_semantic_hit_on_a_paraphrase(cache, policy):
+    assert await cache.store(ask("What is the capital of France?"), policy, **ANSWER)
+    result = await cache.lookup(ask("What's the capital city of France?"), policy)
+    assert result.status == "hit" and result.tier == "semantic"
+    assert result.entry.text == "Paris." and result.entry.prompt_tokens == 12
+    assert policy.threshold <= result.score < 1.0
+
+
+async def test_exact_tier_ignores_case_and_whitespace(cache, policy):
+    await cache.store(ask("What is the capital of France?"), policy, **ANSWER)
+    result = await cache.lookup(ask("  what is the   capital of FRANCE? "), policy)
+    assert (result.status, result.tier, result.score) == ("hit", "exact", 1.0)
+
+
+async def test_same_prompt_from_two_tenants_never_crosses(cache, policy):
+    await cache.store(ask("What is the capital of France?", tenant="acme"), policy, **ANSWER)
+    for text in ("What is the capital of France?", "What's the capital city of France?"):
+        assert (await cache.lookup(ask(text, tenant="globex"), policy)).status == "miss"
+    assert (await cache.lookup(ask("What is the capital of France?", tenant="acme"), policy)).status == "hit"
+
+
+async def test_two_models_do_not_share_entries(cache, policy):
+    await cache.store(ask("What is the capital of France?", model="small"), policy, **ANSWER)
+    assert (await cache.lookup(ask("What is the capital of France?", model="large"), policy)).status == "miss"
+
+
+@pytest.mark.parametrize("stored,asked", [
+    ("What is 2+3?", "What is 2+4?"),
+    ("What is 1+1?", "What is 21+1?"),
+    ("Is port 6379 open?", "Is port 6379 closed?"),
+    ("Convert 5 miles to km", "Convert 5 km to miles"),
+    ("How do I enable two-factor authentication?", "How do I disable two-factor authentication?"),
+    ("Can I get a refund after 30 days?", "Can't I get a refund after 30 days?"),
+    ("How do I migrate from MySQL to PostgreSQL?", "How do I migrate from PostgreSQL to MySQL?"),
+])
+async def test_wrong_answer_traps_are_misses(cache, policy, stored, asked):
+    await put(cache, ask(stored), policy)
+    result = await cache.lookup(ask(asked), policy)
+    assert result.status == "miss", result
+
+
+async def test_same_follow_up_after_different_earlier_turns_misses(cache, policy):
+    paris = [{"role": "user", "content": "Tell me about Paris."}, {"role": "assistant", "content": "Paris is..."}]
+    rome = [{"role": "user", "content": "Tell me about Rome."}, {"role": "assistant", "content": "Rome is..."}]
+    await put(cache, ask("How many people live there?", history=paris), policy, "About 2 million.")
+    assert (await cache.lookup(ask("How many people live there?", history=rome), policy)).status == "miss"
+    assert (await cache.lookup(ask("How many people live there?", history=paris), policy)).status == "hit"
+
+
+async def test_system_prompt_and_sampling_settings_split_namespaces(cache, policy):
+    await put(cache, ask("Summarise our refund policy.", system="Be brief."), policy)
+    assert (await cache.lookup(ask("Summarise our refund policy.", system="Be detailed."), policy)).status == "miss"
+    assert (await cache.lookup(ask("Summarise our refund policy.", system="Be brief.", max_tokens=5),
+                               policy)).status == "miss"
+
+
+async def test_sampling_requests_bypass_unless_the_tenant_opted_in(cache, policy):
+    sampled = ask("What is the capital of France?", temperature=0.7)
+    assert (await cache.lookup(sampled, policy)).status == "bypass"
+    assert await cache.store(sampled, policy, **ANSWER) is None
+    opted_in = TenantCachePolicy(allow_sampling=True)
+    assert await cache.store(sampled, opted_in, **ANSWER)
+    assert (await cache.lookup(sampled, opted_in)).status == "hit"
+
+
+async def test_disabled_tenant_bypasses(cache):
+    off = TenantCachePolicy(enabled=False)
+    assert await cache.store(ask("What is the capital of France?"), off, **ANSWER) is None
+    result = await cache.lookup(ask("What is the capital of France?"), off)
+    assert (result.status, result.reason) == ("bypass", "disabled")
+
+
+@pytest.mark.parametrize("finish_reason", ["length", "tool_calls", "error", "abort", "content_filter"])
+async def test_incomplete_or_failed_generations_are_never_stored(cache, policy, finish_reason):
+    assert await cache.store(ask("Write a poem about the sea."), policy, "The sea", 5, 2, finish_reason) is None
+    assert (await cache.lookup(ask("Write a poem about the sea."), policy)).status == "miss"
+
+
+async def test_tool_traffic_and_non_text_content_are_not_cached(cache, policy):
+    tool_turn = [{"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]},
+                 {"role": "tool", "content": "42"}]
+    assert await cache.store(ask("And now?", history=tool_turn), policy, **ANSWER) is None
+    image = CacheRequest("t1", "chat", [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}],
+                         temperature=0)
+    assert (await cache.lookup(image, policy)).status == "bypass"
+
+
+async def test_ttl_expiry(cache, clock):
+    short = TenantCachePolicy(ttl_s=60)
+    await put(cache, ask("What is the capital of France?"), short)
+    clock.now += 59
+    assert (await cache.lookup(ask("What is the capital of France?"), short)).status == "hit"
+    clock.now += 2
+    assert (await cache.lookup(ask("What is the capital of France?"), short)).status == "miss"
+    assert (await cache.lookup(ask("What's the capital city of France?"), short)).status == "miss"
+    assert cache.stats("t1").entries == 0
+
+
+async def test_lru_cap_evicts_the_least_recently_used(cache):
+    capped = TenantCachePolicy(max_entries=2)
+    await put(cache, ask("How do I reset my password?"), capped)
+    await put(cache, ask("How do I track my order?"), capped)
+    assert (await cache.lookup(ask("How do I reset my password?"), capped)).status == "hit"  # now most recent
+    await put(cache, ask("Do you ship to Canada?"), capped)
+    assert cache.stats("t1").entries == 2
+    assert (await cache.lookup(ask("How do I track my order?"), capped)).status == "miss"
+    assert (await cache.lookup(ask("How do I reset my password?"), capped)).status == "hit"
+    # The cap is per tenant: another tenant's entries do not count.
+    await put(cache, ask("How do I track my order?", tenant="t2"), capped)
+    assert cache.stats("t1").entries == 2 and cache.stats("t2").entries == 1
+
+
+async def test_invalidate_one_entry_and_a_whole_tenant(cache, policy):
+    first = await put(cache, ask("How do I reset my password?"), policy)
+    await put(cache, ask("How do I track my order?"), policy)
+    await put(cache, ask("How do I track my order?", tenant="t2"), policy)
+    assert await cache.invalidate("t2", first) == 0  # another tenant's id is not found
+    assert await cache.invalidate("t1", first) == 1
+    assert (await cache.lookup(ask("How do I reset my password?"), policy)).status == "miss"
+    assert await cache.invalidate("t1") == 1
+    assert (await cache.lookup(ask("How do I track my order?"), policy)).status == "miss"
+    assert (await cache.lookup(ask("How do I track my order?", tenant="t2"), policy)).status == "hit"
+
+
+async def test_storing_the_same_question_replaces_the_answer(cache, policy):
+    await put(cache, ask("Status of the API?"), policy, "old")
+    await put(cache, ask("status of the api?"), policy, "new")
+    assert cache.stats("t1").entries == 1
+    assert (await cache.lookup(ask("Status of the API?"), policy)).entry.text == "new"
+
+
+async def test_stats_and_metrics_count_results(make_cache, policy):
+    from prometheus_client import CollectorRegistry
+
+    from gateway.cache import CacheMetrics
+
+    metrics = CacheMetrics(CollectorRegistry())
+    cache = make_cache(metrics=metrics, savings=lambda model, p, c: (p + c) / 1e6)
+    await cache.store(ask("What is the capital of France?"), policy, **ANSWER)
+    await cache.lookup(ask("What is the capital of France?"), policy)
+    await cache.lookup(ask("Is port 6379 open?"), policy)
+    await cache.lookup(ask("Is port 6379 open?", temperature=1.0), policy)
+    stats = cache.stats("t1")
+    assert (stats.hits, stats.misses, stats.bypasses, stats.entries, stats.namespaces) == (1, 1, 1, 1, 1)
+    sample = metrics.registry.get_sample_value
+    assert sample("tollgate_cache_lookups_total", {"tenant": "t1", "model": "chat", "result": "hit", "tier": "exact"}) == 1
+    assert sample("tollgate_cache_tokens_saved_total", {"tenant": "t1", "model": "chat", "kind": "completion"}) == 3
+    assert sample("tollgate_cache_money_saved_total", {"tenant": "t1", "model": "chat"}) == pytest.approx(15e-6)
+    assert sample("tollgate_cache_lookup_seconds_count", {"tier": "exact"}) == 1
+
+
+async def test_guard_rejections_are_counted(cache, policy):
+    await put(cache, ask("Is port 6379 open?"), policy)
+    result = await cache.lookup(ask("Is port 6379 closed?"), policy)
+    assert result.reason == "guard:polarity"
+    assert cache.stats("t1").rejected_by_guard == {"polarity": 1}
+
+
+async def test_concurrent_lookups_and_stores(cache, policy):
+    questions = [f"How do I configure feature number {i}?" for i in range(20)]
+    await asyncio.gather(*(put(cache, ask(q), policy) for q in questions))
+    results = await asyncio.gather(*(cache.lookup(ask(q), policy) for q in questions))
+    assert all(r.status == "hit" and r.tier == "exact" for r in results)
+
+
+def test_cache_config_validation():
+    with pytest.raises(ValueError, match="candidates"):
+        CacheConfig(candidates=0)
+    with pytest.raises(ValueError, match="faiss_threads"):
+        CacheConfig(faiss_threads=0)
+    with pytest.raises(TypeError, match="default_policy"):
+        CacheConfig(default_policy={"threshold": 0.9})

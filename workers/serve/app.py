@@ -60,6 +60,17 @@ def build_app(cfg: VersionServeConfig) -> Application:
     return deployment.bind(cfg.version, cfg.engine, cfg.warmup_prompt)
 
 
+def app_builder(args: dict) -> Application:
+    """An application builder for Serve config files (KubeRay's serveConfigV2):
+    `import_path: workers.serve.app:app_builder`, `args: {catalogue, version, [prefix_routing]}`."""
+    missing = {"catalogue", "version"} - set(args)
+    if missing:
+        raise ValueError(f"app_builder args need {sorted(missing)}")
+    [cfg] = versions_from_catalogue(load_catalogue(args["catalogue"]), versions=[args["version"]],
+                                    prefix_routing=bool(args.get("prefix_routing", False)))
+    return build_app(cfg)
+
+
 def deploy(configs: list[VersionServeConfig]) -> dict[str, serve.handle.DeploymentHandle]:
     """Deploy (or update in place) every version's application; returns handles by version.
     Blocks until each application's floor of replicas is loaded and warm."""

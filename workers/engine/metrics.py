@@ -6,6 +6,7 @@ The metric families exist once per registry and are labelled by model_name, so s
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
@@ -64,15 +65,16 @@ def _create(registry: CollectorRegistry) -> _Families:
     )
 
 
-_families_by_registry: dict[int, _Families] = {}
+# One set of families per registry (a registry refuses a second metric of the same name).
+_families_by_registry: weakref.WeakKeyDictionary[CollectorRegistry, _Families] = weakref.WeakKeyDictionary()
 _families_lock = threading.Lock()
 
 
 def _families(registry: CollectorRegistry) -> _Families:
     with _families_lock:
-        if id(registry) not in _families_by_registry:
-            _families_by_registry[id(registry)] = _create(registry)
-        return _families_by_registry[id(registry)]
+        if registry not in _families_by_registry:
+            _families_by_registry[registry] = _create(registry)
+        return _families_by_registry[registry]
 
 
 class EngineMetrics:

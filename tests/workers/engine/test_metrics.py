@@ -1,0 +1,38 @@
+from prometheus_client import CollectorRegistry, generate_latest
+
+from tests.workers.engine.fakes import FakeRunner, fake_config
+from workers.engine.llm_engine import LLMEngine
+from workers.sampling_params import SamplingParams
+
+GREEDY = SamplingParams(max_tokens=6, temperature=0)
+
+
+def drain(eng):
+    while eng.has_unfinished_requests():
+        eng.step()
+
+
+def engine(registry, **cfg):
+    config = fake_config(**cfg)
+    return LLMEngine(config, FakeRunner(config), registry=registry)
+
+
+def test_metrics_are_labelled_by_model_and_two_engines_share_one_registry():
+    registry = CollectorRegistry()
+    a = engine(registry=registry)
+    LLMEngine(fake_config(), FakeRunner(fake_config()), model_name="other", registry=registry)
+    a.add_request("m", "hello there", params=GREEDY)
+    drain(a)
+    text = generate_latest(registry).decode()
+    assert 'tollgate:generation_tokens_total{model_name="fake"} 6.0' in text
+    assert 'tollgate:prompt_tokens_total{model_name="fake"} 11.0' in text
+    assert 'tollgate:time_to_first_token_seconds_count{model_name="fake"} 1.0' in text
+    assert 'tollgate:kv_blocks_total{model_name="fake"} 64.0' in text
+    assert 'tollgate:prefix_cache_queries_total{model_name="fake"} 2.0' in text
+    assert 'model_name="other"' in text
+
+
+def test_two_engines_on_the_default_registry_do_not_collide():
+    config = fake_config()
+    LLMEngine(config, FakeRunner(config))
+    LLMEngine(config, FakeRunner(config))

@@ -4,7 +4,9 @@ from __future__ import annotations
 from logging.config import fileConfig
 
 from alembic import context
-import gateway.db.models  # noqa: F401  (registers the tables for autogenerate)
+# Only autogenerate reads target_metadata (upgrade/downgrade never do): import a component's
+# table module here before autogenerating, or its tables look like ones to drop.
+import gateway.db.models  # noqa: F401
 from gateway.db.base import Base
 from gateway.db.database import create_db_engine, normalise_url
 from gateway.settings import Settings

@@ -32,6 +32,9 @@ class KeyAuthenticator:
             raise ValueError("ttl_s must be >= 0 and max_entries >= 1")
         self._database, self._ttl_s, self._max_entries = database, ttl_s, max_entries
         self._cache: dict[str, _Entry] = {}  # key hash -> entry
+        # Unknown keys too, so a flood of made-up keys does not become a flood of queries.
+        # (A new key cannot be in here: its hash was never presented before it existed.)
+        self._unknown: dict[str, float] = {}  # key hash -> fresh until
         self._lock = threading.Lock()
 
     async def authenticate(self, key: str) -> Principal:
@@ -45,6 +48,9 @@ class KeyAuthenticator:
             if entry.key_expires_at is not None and utcnow() >= entry.key_expires_at:
                 raise InvalidKey("This API key has expired.")
             return entry.principal
+        unknown_until = self._unknown.get(key_hash)
+        if unknown_until is not None and time.monotonic() < unknown_until:
+            raise InvalidKey("Incorrect API key provided.")
         return await asyncio.to_thread(self.load, key, key_hash)
 
     def load(self, key: str, key_hash: str) -> Principal:
@@ -52,6 +58,7 @@ class KeyAuthenticator:
         with self._database.session() as session:
             found = find_key(session, key_hash=key_hash)
             if found is None or not key_matches(key, found[0].key_hash):
+                self._remember_unknown(key_hash)
                 raise InvalidKey("Incorrect API key provided.")
             api_key, tenant = found
             if api_key.revoked_at is not None:
@@ -78,6 +85,12 @@ class KeyAuthenticator:
                 self._cache.pop(next(iter(self._cache)))  # oldest insertion first
             self._cache[key_hash] = entry
 
+    def _remember_unknown(self, key_hash: str) -> None:
+        with self._lock:
+            if len(self._unknown) >= self._max_entries:
+                self._unknown.pop(next(iter(self._unknown)))
+            self._unknown[key_hash] = time.monotonic() + self._ttl_s
+
     def invalidate_key(self, key_id: str) -> None:
         self._drop(lambda p: p.key_id == key_id)
 
@@ -87,6 +100,7 @@ class KeyAuthenticator:
     def clear(self) -> None:
         with self._lock:
             self._cache.clear()
+            self._unknown.clear()
 
     def _drop(self, match) -> None:
         with self._lock:

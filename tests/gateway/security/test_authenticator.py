@@ -89,3 +89,13 @@ def test_cache_is_bounded(database):
     for secret in secrets:
         auth.load(secret, hash_key(secret))
     assert len(auth._cache) == 2 and hash_key(secrets[0]) not in auth._cache
+
+
+async def test_unknown_keys_are_remembered_briefly(database, monkeypatch):
+    auth = KeyAuthenticator(database, ttl_s=60)
+    made_up = "tg-" + "B" * 43
+    with pytest.raises(InvalidKey):
+        await auth.authenticate(made_up)
+    monkeypatch.setattr(auth, "load", lambda *a: pytest.fail("queried the database again"))
+    with pytest.raises(InvalidKey, match="Incorrect API key"):
+        await auth.authenticate(made_up)

@@ -59,8 +59,9 @@ class RequestContextMiddleware:
                 return
             await self.app(scope, self._limited(receive), send_with_ids)
         finally:
-            log.info("request", extra={"method": scope["method"], "path": scope["path"], "status": status,
-                                       "duration_ms": round((time.perf_counter() - started) * 1000, 2)})
+            if log.isEnabledFor(logging.INFO):
+                log.info("request", extra={"method": scope["method"], "path": scope["path"], "status": status,
+                                           "duration_ms": round((time.perf_counter() - started) * 1000, 2)})
             request_id_var.reset(token)
 
     def _limited(self, receive: Receive) -> Receive:

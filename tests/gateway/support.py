@@ -17,7 +17,8 @@ from gateway.crud.keys import create_key
 from gateway.crud.tenants import create_tenant
 from gateway.db.database import Database
 from gateway.db.migrate import upgrade
-from gateway.serving.base import GenerationChunk, GenerationRequest, VersionInfo, VersionUnavailable
+from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, VersionInfo,
+                                  VersionOverloaded, VersionUnavailable)
 
 FP32 = "smollm2-135m-instruct@fp32"
 ADMIN_KEY = "tga-test-admin-key-0123456789abcdef"
@@ -83,8 +84,12 @@ class CannedBackend:
     """Answers every request with `tokens` one-character tokens, `delay_s` apart."""
 
     def __init__(self, *, tokens: int = 8, delay_s: float = 0.0, versions: list[str] | None = None,
-                 max_model_len: int = 2048) -> None:
-        self.tokens, self.delay_s = tokens, delay_s
+                 max_model_len: int = 2048, fail_after: int | None = None, first_delay_s: float = 0.0,
+                 unavailable: set[str] | None = None, overloaded: set[str] | None = None) -> None:
+        self.tokens, self.delay_s, self.first_delay_s = tokens, delay_s, first_delay_s
+        self.fail_after = fail_after  # GenerationFailed after this many chunks
+        self.unavailable, self.overloaded = unavailable or set(), overloaded or set()
+        self.served: list[str] = []
         self._versions = versions or [FP32]
         self.max_model_len = max_model_len
         self.aborted: list[str] = []
@@ -104,13 +109,20 @@ class CannedBackend:
         return max(1, len(text.split()))
 
     async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationChunk]:
-        if request.version not in self._versions:
+        if request.version not in self._versions or request.version in self.unavailable:
             raise VersionUnavailable(request.version)
+        if request.version in self.overloaded:
+            raise VersionOverloaded(request.version)
+        self.served.append(request.version)
+        if self.first_delay_s:
+            await asyncio.sleep(self.first_delay_s)
         prompt = self.count_prompt_tokens(request.version, prompt=request.prompt, messages=request.messages)
         n = min(self.tokens, request.max_tokens)
         done = False
         try:
             for i in range(1, n + 1):
+                if self.fail_after is not None and i > self.fail_after:
+                    raise GenerationFailed("replica died")
                 if self.delay_s:
                     await asyncio.sleep(self.delay_s)
                 finish = ("length" if n == request.max_tokens else "stop") if i == n else None

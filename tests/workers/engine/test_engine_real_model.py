@@ -26,16 +26,34 @@ def test_same_seed_same_sample(real_llm):
 
 def test_long_system_prompt_is_reused_by_the_second_request(real_llm):
     engine = real_llm.engine
-    system_ids = engine.tokenizer.encode(SYSTEM)
-    assert len(system_ids) >= 200
-    params = SamplingParams(max_tokens=2, temperature=0)
+    assert len(engine.tokenizer.encode(SYSTEM)) >= 200
+    params = SamplingParams(max_tokens=4, temperature=0)
+    conv = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Hi"}]
     hits_before = engine.block_manager.stats.hits
-    first = real_llm.chat([{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Hi"}], params)[0]
+    first = real_llm.chat(conv, params)[0]
     hits_mid = engine.block_manager.stats.hits
-    second = real_llm.chat([{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Bye"}], params)[0]
+    second = real_llm.chat(conv, params)[0]
     assert hits_mid == hits_before and first.num_cached_tokens == 0
     assert engine.block_manager.stats.hits - hits_mid >= 12
     assert second.num_cached_tokens >= 12 * engine.config.block_size
+    # Attending over cached blocks gives what computing them afresh gave.
+    assert second.outputs[0].token_ids == first.outputs[0].token_ids
+
+
+def test_chunked_prefill_matches_one_shot_prefill(real_llm):
+    engine = real_llm.engine
+    prompt = "Write one sentence about the sea, the wind and the old lighthouse keeper."
+    params = SamplingParams(max_tokens=4, temperature=0)
+    whole = real_llm.generate(prompt, params)[0]
+    engine.block_manager.enable_prefix_caching = False  # recompute everything, in chunks of 5
+    engine.scheduler.max_num_batched_tokens = 5
+    try:
+        chunked = real_llm.generate(prompt, params)[0]
+    finally:
+        engine.scheduler.max_num_batched_tokens = engine.config.max_num_batched_tokens
+        engine.block_manager.enable_prefix_caching = engine.config.enable_prefix_caching
+    assert chunked.num_cached_tokens == 0
+    assert chunked.outputs[0].token_ids == whole.outputs[0].token_ids
 
 
 def test_no_blocks_leaked(real_llm):

@@ -133,3 +133,46 @@ def test_no_leaks_after_a_mix_of_finished_aborted_and_preempted_requests():
     assert not eng.has_unfinished_requests()
     assert preempted > 0
     assert_no_leaks(eng)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_randomised_mix_with_shared_prefixes_preemption_and_aborts(seed):
+    """Shared prefixes + a tight pool + chunking + aborts: the fake runner checks every KV slot it
+    reads, surviving outputs match an unconstrained run, and the pool ends empty."""
+    import random
+
+    rng = random.Random(seed)
+    stems = ["system prompt alpha: ", "another shared stem, longer: "]
+    requests = [(f"r{i}", rng.choice(stems) + "q" * rng.randint(0, 9) + str(i), rng.randint(1, 20))
+                for i in range(14)]
+    to_abort = set(rng.sample([r[0] for r in requests], 3))
+
+    def run(num_blocks, budget, aborts):
+        eng = engine(num_kv_blocks=num_blocks, max_num_batched_tokens=budget, max_num_seqs=6)
+        pending = list(requests)
+        finals, step = {}, 0
+        while pending or eng.has_unfinished_requests():
+            if pending and rng.random() < 0.5:
+                rid, prompt, n = pending.pop(0)
+                eng.add_request(rid, prompt, params=SamplingParams(max_tokens=n, temperature=0))
+            finals.update((o.request_id, o) for o in eng.step() if o.finished)
+            step += 1
+            if aborts and step % 7 == 0:
+                for rid in list(aborts):
+                    if rid in eng.scheduler:
+                        finals[rid] = eng.abort(rid)
+                        aborts.discard(rid)
+                        break
+        assert_no_leaks(eng)
+        return finals, eng
+
+    reference, _ = run(400, 256, set())
+    tight, eng = run(16, 12, set(to_abort))
+    assert any(s.preempted for s in eng.runner.steps)
+    assert eng.block_manager.stats.hits > 0
+    for rid, out in tight.items():
+        ref = reference[rid].outputs[0]
+        if out.outputs[0].finish_reason == "abort":
+            assert ref.token_ids[:len(out.outputs[0].token_ids)] == out.outputs[0].token_ids
+        else:
+            assert out.outputs[0].token_ids == ref.token_ids and out.outputs[0].text == ref.text

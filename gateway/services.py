@@ -103,6 +103,7 @@ class Services:
         await asyncio.to_thread(self.prices.reload)
         missing = self.prices.missing_prices(self.catalogue)
         if missing:
+            self.database.dispose()
             raise RuntimeError(f"refusing to serve models without a price: {', '.join(missing)} "
                                "(run `tollgate migrate` to seed catalogue prices, or set them via the admin API)")
         await self.limiter.start()

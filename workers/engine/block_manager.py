@@ -158,7 +158,8 @@ class BlockManager:
         self.stats.evictions += 1
 
     def _release(self, block: Block) -> None:
-        if block.hash is not None:
+        if block.hash is not None and self._cached.get(block.hash) == block.block_id:
             self._evictable[block.block_id] = None
-        else:
+        else:  # partial, or a twin whose hash another block publishes: nothing to keep
+            block.forget()
             self._free.append(block.block_id)

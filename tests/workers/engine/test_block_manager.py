@@ -157,3 +157,16 @@ def test_blocks_filled_by_decoding_are_published_too():
     assert bm.num_cached_blocks == 2  # tokens 0..7 are computed: two full blocks
     b = make_seq(a.token_ids + [7], "b")
     assert bm.find_cached_prefix(b) == a.block_table[:2]
+
+
+def test_twins_computed_together_publish_one_block_and_both_free_cleanly():
+    bm = BlockManager(8, BS)
+    a, b = make_seq(range(5), "a"), make_seq(range(5), "b")
+    compute(bm, a, 5)  # both admitted before either published: no sharing
+    compute(bm, b, 5)
+    assert a.block_table[0] != b.block_table[0] and bm.num_cached_blocks == 1
+    bm.free(a)
+    bm.free(b)
+    assert_all_free(bm)
+    assert bm.num_cached_blocks == 1
+    assert len(bm.find_cached_prefix(make_seq(range(5), "c"))) == 1

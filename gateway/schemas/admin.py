@@ -9,8 +9,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gateway.schemas.billing import Money
 
-Limit = Annotated[int, Field(ge=1)]
-PerMillion = Annotated[Decimal, Field(ge=0, max_digits=20, decimal_places=10)]
+INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
+Limit = Annotated[int, Field(ge=1, le=INT32_MAX)]
+Budget = Annotated[int, Field(ge=0, le=INT64_MAX)]
+Count = Annotated[int, Field(ge=0, le=INT32_MAX)]
+# 8 integer digits: exact money is stored as 1e-10 units in a 64-bit integer on SQLite.
+PerMillion = Annotated[Decimal, Field(ge=0, max_digits=18, decimal_places=10, allow_inf_nan=False)]
 Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^\S(.*\S)?$")]
 
 
@@ -22,15 +26,15 @@ class CacheSettings(_Body):
     cache_enabled: bool | None = None
     cache_allow_sampling: bool | None = None
     cache_threshold: Annotated[float, Field(gt=0, le=1)] | None = None
-    cache_ttl_s: Annotated[int, Field(ge=0)] | None = None
-    cache_max_entries: Annotated[int, Field(ge=0)] | None = None
+    cache_ttl_s: Count | None = None
+    cache_max_entries: Count | None = None
 
 
 class TenantCreate(CacheSettings):
     name: Name
     rpm: Limit | None = None
     tpm: Limit | None = None
-    monthly_token_budget: Annotated[int, Field(ge=0)] | None = None
+    monthly_token_budget: Budget | None = None
 
 
 _NOT_NULL = ("name", "status", "cache_enabled", "cache_allow_sampling")
@@ -42,7 +46,7 @@ class TenantUpdate(CacheSettings):
     status: Literal["active", "disabled"] | None = None
     rpm: Limit | None = None
     tpm: Limit | None = None
-    monthly_token_budget: Annotated[int, Field(ge=0)] | None = None
+    monthly_token_budget: Budget | None = None
 
     @model_validator(mode="after")
     def _required_not_null(self) -> "TenantUpdate":

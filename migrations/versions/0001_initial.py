@@ -25,7 +25,7 @@ def upgrade() -> None:
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("rpm", sa.Integer(), nullable=True),
         sa.Column("tpm", sa.Integer(), nullable=True),
-        sa.Column("monthly_token_budget", sa.Integer(), nullable=True),
+        sa.Column("monthly_token_budget", sa.BigInteger(), nullable=True),
         sa.Column("cache_enabled", sa.Boolean(), nullable=False),
         sa.Column("cache_allow_sampling", sa.Boolean(), nullable=False),
         sa.Column("cache_threshold", sa.Float(), nullable=True),

@@ -4,7 +4,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import Boolean, Float, Integer, String
+from sqlalchemy import BigInteger, Boolean, Float, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from gateway.db.base import Base
@@ -22,7 +22,7 @@ class Tenant(Base):
     # None = unlimited.
     rpm: Mapped[int | None] = mapped_column(Integer)
     tpm: Mapped[int | None] = mapped_column(Integer)
-    monthly_token_budget: Mapped[int | None] = mapped_column(Integer)
+    monthly_token_budget: Mapped[int | None] = mapped_column(BigInteger)
     cache_enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     # Sampled outputs (temperature > 0) are only cached when the tenant opts in.
     cache_allow_sampling: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -55,6 +55,9 @@ async def test_default_effective_from_is_now(admin_http, data_services):
     ({"input_per_million": -1, "output_per_million": 1}, "input_per_million"),
     ({"input_per_million": "0.00000000001", "output_per_million": 1}, "input_per_million"),
     ({"input_per_million": "abc", "output_per_million": 1}, "input_per_million"),
+    ({"input_per_million": "NaN", "output_per_million": 1}, "input_per_million"),
+    ({"input_per_million": "Infinity", "output_per_million": 1}, "input_per_million"),
+    ({"input_per_million": "123456789", "output_per_million": 1}, "input_per_million"),
     ({"input_per_million": 1, "output_per_million": 1, "currency": "EUR"}, "currency"),
     ({"input_per_million": 1, "output_per_million": 1, "effective_from": "soon"}, "effective_from"),
 ])
@@ -81,3 +84,10 @@ async def test_ledger_costs_with_the_price_of_the_request_time(admin_http, data_
     may = (await admin_http.get(f"/admin/tenants/{tenant['id']}/bill?month=2026-05", headers=ADMIN)).json()
     june = (await admin_http.get(f"/admin/tenants/{tenant['id']}/bill?month=2026-06", headers=ADMIN)).json()
     assert (may["total_cost"], june["total_cost"]) == ("0.1", "1")
+
+
+async def test_largest_price_round_trips_exactly(admin_http):
+    big = "99999999.9999999999"
+    r = await admin_http.put(f"/admin/prices/{MODEL}", headers=ADMIN,
+                             json={"input_per_million": big, "output_per_million": big})
+    assert r.status_code == 200 and r.json()["input_per_million"] == big

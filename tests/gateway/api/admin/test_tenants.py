@@ -47,6 +47,8 @@ async def test_duplicate_name_is_a_conflict(admin_http):
     ({"name": "a", "rpm": 0}, "rpm"),
     ({"name": "a", "tpm": "lots"}, "tpm"),
     ({"name": "a", "monthly_token_budget": -1}, "monthly_token_budget"),
+    ({"name": "a", "monthly_token_budget": 2**63}, "monthly_token_budget"),
+    ({"name": "a", "rpm": 2**31}, "rpm"),
     ({"name": "a", "cache_threshold": 0}, "cache_threshold"),
     ({"name": "a", "cache_threshold": 1.01}, "cache_threshold"),
     ({"name": "a", "cache_ttl_s": -1}, "cache_ttl_s"),
@@ -96,3 +98,10 @@ async def test_disabling_a_tenant_locks_its_keys_out_at_once(admin_http):
                         code="invalid_api_key")
     await admin_http.patch(f"/admin/tenants/{tenant_id}", headers=ADMIN, json={"status": "active"})
     assert (await admin_http.get("/v1/usage", headers=bearer(key["key"]))).status_code == 200
+
+
+async def test_budgets_beyond_32_bits(admin_http):
+    r = await admin_http.post("/admin/tenants", headers=ADMIN, json={"name": "big", "monthly_token_budget": 10**12})
+    assert r.status_code == 201
+    assert (await admin_http.get(f"/admin/tenants/{r.json()['id']}", headers=ADMIN)).json()[
+        "monthly_token_budget"] == 10**12

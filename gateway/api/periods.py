@@ -47,6 +47,8 @@ def period_query(month: str | None = None, start: str | None = None, end: str | 
     first, last = _day(start, "start"), _day(end, "end")
     if last < first:
         raise invalid_request("end is before start", param="end")
+    if last.year > 9998:
+        raise invalid_request("end is too far in the future", param="end")
     return Period(first, last + timedelta(days=1))
 
 

@@ -47,7 +47,8 @@ async def test_date_range_is_inclusive(admin_http, two_tenants):
 @pytest.mark.parametrize("query,param", [
     ("month=11-2026", "month"), ("start=2026-11-01", "end"), ("end=2026-11-01", "start"),
     ("start=2026-11-05&end=2026-11-01", "end"), ("start=yesterday&end=2026-11-01", "start"),
-    ("month=2026-11&start=2026-11-01&end=2026-11-02", "month")])
+    ("month=2026-11&start=2026-11-01&end=2026-11-02", "month"), ("start=0001-01-01&end=9999-12-31", "end"),
+    ("month=9999-12", "month")])
 async def test_bad_periods_are_400(admin_http, two_tenants, query, param):
     (_, key_a), _ = two_tenants
     assert_openai_error(await admin_http.get(f"/v1/usage?{query}", headers=bearer(key_a)), 400, param=param)

@@ -63,3 +63,14 @@ class RequestOutput:
     @property
     def num_prompt_tokens(self) -> int:
         return len(self.prompt_token_ids)
+
+    def merge_delta(self, later: RequestOutput) -> RequestOutput:
+        """Fold a later delta of the same request into this one (a slow consumer gets one output)."""
+        if later.request_id != self.request_id:
+            raise ValueError(f"request_id mismatch: {self.request_id!r} vs {later.request_id!r}")
+        mine, theirs = self.outputs[0], later.outputs[0]
+        completion = CompletionOutput(mine.index, mine.text + theirs.text, mine.token_ids + theirs.token_ids,
+                                      theirs.finish_reason)
+        return RequestOutput(self.request_id, self.prompt, self.prompt_token_ids, [completion], later.finished,
+                             later.num_output_tokens, later.num_cached_tokens, later.metrics)
+

@@ -112,7 +112,7 @@ class AsyncEngine:
         finished = False
         try:
             while not finished:
-                item = await queue.get()
+                item = _take_merged(await queue.get(), queue)
                 if isinstance(item, BaseException):
                     finished = True
                     raise item
@@ -213,3 +213,14 @@ class AsyncEngine:
 def _settle(done: asyncio.Future) -> None:
     if not done.done():
         done.set_result(None)
+
+
+def _take_merged(item: RequestOutput | BaseException, queue: asyncio.Queue) -> RequestOutput | BaseException:
+    """Fold the deltas that piled up behind `item` while the consumer was busy; stop at an error."""
+    while isinstance(item, RequestOutput) and not item.finished and not queue.empty():
+        nxt = queue.get_nowait()
+        if isinstance(nxt, BaseException):
+            return nxt
+        item = item.merge_delta(nxt)
+    return item
+

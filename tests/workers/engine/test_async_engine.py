@@ -46,7 +46,9 @@ async def test_concurrent_streams_concatenate_to_the_offline_result():
         assert outs[-1].finished and all(not o.finished for o in outs[:-1])
         assert "".join(o.outputs[0].text for o in outs) == ref.outputs[0].text
         assert sum((o.outputs[0].token_ids for o in outs), []) == ref.outputs[0].token_ids
-        assert [o.num_output_tokens for o in outs] == list(range(1, 9))  # cumulative count
+        counts = [o.num_output_tokens for o in outs]  # cumulative, even when deltas were merged
+        assert counts == sorted(set(counts)) and counts[-1] == 8
+        assert counts == [len(sum((o.outputs[0].token_ids for o in outs[:i + 1]), [])) for i in range(len(outs))]
         assert outs[-1].outputs[0].finish_reason == "length"
     await wait_for(lambda: no_leaks(engine))
     await engine.stop()
@@ -187,3 +189,18 @@ async def test_count_prompt_tokens_and_exposed_properties():
     assert engine.max_model_len == 512 and engine.config.block_size == 4
     assert engine.tokenizer.decode([104, 105]) == "hi"
     assert engine.is_healthy
+
+
+async def test_a_slow_consumer_gets_merged_deltas_that_still_concatenate():
+    engine = make()
+    gen = engine.generate("slow", "prompt", params=SamplingParams(max_tokens=30, temperature=0))
+    outs = [await gen.__anext__()]
+    await wait_for(lambda: not engine._engine.has_unfinished_requests())  # everything is queued now
+    outs += [o async for o in gen]
+    config = fake_config()
+    ref = LLM("fake", runner=FakeRunner(config), block_size=4, num_kv_blocks=64).generate(
+        "prompt", SamplingParams(max_tokens=30, temperature=0))[0]
+    assert len(outs) == 2 and outs[-1].finished and outs[-1].num_output_tokens == 30
+    assert "".join(o.outputs[0].text for o in outs) == ref.outputs[0].text
+    assert sum((o.outputs[0].token_ids for o in outs), []) == ref.outputs[0].token_ids
+    await engine.stop()

@@ -64,6 +64,15 @@ class AsyncEngine:
         return self._engine.max_model_len
 
     @property
+    def kv_capacity_tokens(self) -> int:
+        """Tokens the whole KV pool holds: no prompt longer than this is accepted."""
+        return self._engine.input_processor.kv_capacity_tokens
+
+    @property
+    def block_size(self) -> int:
+        return self._engine.config.block_size
+
+    @property
     def is_healthy(self) -> bool:
         return self._error is None
 

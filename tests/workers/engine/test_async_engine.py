@@ -186,7 +186,8 @@ async def test_count_prompt_tokens_and_exposed_properties():
         engine.count_prompt_tokens()
     with pytest.raises(ValueError, match="messages"):
         engine.count_prompt_tokens(messages=[{"role": "user"}])
-    assert engine.max_model_len == 512 and engine.config.block_size == 4
+    assert engine.max_model_len == 512 and engine.config.block_size == 4 == engine.block_size
+    assert engine.kv_capacity_tokens == 64 * 4
     assert engine.tokenizer.decode([104, 105]) == "hi"
     assert engine.is_healthy
 

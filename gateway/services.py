@@ -8,6 +8,9 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Annotated
+
+from fastapi import Depends, Request
 
 from gateway.billing.ledger import Ledger
 from gateway.billing.period import Month
@@ -147,3 +150,11 @@ def _month_usage(database: Database):
                 return month_tokens(session, tenant_id=tenant_id, month=Month.containing(month_start))
         return await asyncio.to_thread(query)
     return usage
+
+
+async def app_services(request: Request) -> Services:
+    # async on purpose: FastAPI runs a plain `def` dependency in a worker thread, a hop per request.
+    return request.app.state.services
+
+
+AppServices = Annotated[Services, Depends(app_services)]

@@ -9,14 +9,14 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
 
-from gateway.api.deps import ServicesDep
+from gateway.services import AppServices
 
 router = APIRouter(tags=["ops"])
 log = logging.getLogger("tollgate.ops")
 
 
 @router.get("/metrics")
-async def metrics(services: ServicesDep) -> Response:
+async def metrics(services: AppServices) -> Response:
     """Prometheus exposition of this process's metrics."""
     return Response(services.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
@@ -28,7 +28,7 @@ async def healthz() -> dict:
 
 
 @router.get("/readyz")
-async def readyz(services: ServicesDep) -> JSONResponse:
+async def readyz(services: AppServices) -> JSONResponse:
     """Ready when the database answers and at least one version can serve."""
     checks = {"database": await asyncio.to_thread(_database_ok, services), "accepting": services.drain.accepting}
     versions = await services.backend.health()

@@ -5,7 +5,8 @@ import time
 
 from fastapi import APIRouter, Request
 
-from gateway.api.deps import ServicesDep, TenantDep
+from gateway.api.deps import TenantDep
+from gateway.services import AppServices
 from gateway.api.v1.body import ChatBody
 from gateway.api.v1.generation import Job, Run, admit, respond, response_id
 from gateway.api.v1.headers import PinHeader, SessionHeader
@@ -38,7 +39,7 @@ class ChatFormat:
 
 
 @router.post("/chat/completions")
-async def chat_completions(principal: TenantDep, body: ChatBody, services: ServicesDep, request: Request,
+async def chat_completions(principal: TenantDep, body: ChatBody, services: AppServices, request: Request,
                            pin: PinHeader = None, session: SessionHeader = None):
     """Create a chat completion, whole or streamed as server-sent events."""
     run = await admit(services, principal, request.state.request_id, Job.from_chat(body), pin=pin, session=session)

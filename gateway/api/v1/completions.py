@@ -5,7 +5,8 @@ import time
 
 from fastapi import APIRouter, Request
 
-from gateway.api.deps import ServicesDep, TenantDep
+from gateway.api.deps import TenantDep
+from gateway.services import AppServices
 from gateway.api.v1.body import CompletionBody
 from gateway.api.v1.generation import Job, Run, admit, respond, response_id
 from gateway.api.v1.headers import PinHeader, SessionHeader
@@ -36,7 +37,7 @@ class CompletionFormat:
 
 
 @router.post("/completions")
-async def completions(principal: TenantDep, body: CompletionBody, services: ServicesDep, request: Request,
+async def completions(principal: TenantDep, body: CompletionBody, services: AppServices, request: Request,
                       pin: PinHeader = None, session: SessionHeader = None):
     """Create a text completion, whole or streamed as server-sent events."""
     job = Job.from_completion(body)

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import anyio
 from fastapi import APIRouter, Request, Response
 
-from gateway.api.deps import ServicesDep, TenantDep, key_allows_model
+from gateway.api.deps import TenantDep, key_allows_model
+from gateway.services import AppServices
 from gateway.api.errors import APIError, model_not_found, no_capacity, permission_denied
 from gateway.api.v1.body import EmbeddingBody
 from gateway.billing.ledger import UsageRecord
@@ -19,7 +20,7 @@ router = APIRouter()
 
 
 @router.post("/embeddings")
-async def create_embeddings(principal: TenantDep, body: EmbeddingBody, services: ServicesDep,
+async def create_embeddings(principal: TenantDep, body: EmbeddingBody, services: AppServices,
                             request: Request, response: Response) -> EmbeddingList:
     """Embed one text or a list of texts."""
     started = time.perf_counter()

@@ -3,14 +3,15 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from gateway.api.deps import ServicesDep, TenantDep, key_allows_model
+from gateway.api.deps import TenantDep, key_allows_model
+from gateway.services import AppServices
 from gateway.schemas.openai import ModelCard, ModelList
 
 router = APIRouter()
 
 
 @router.get("/models")
-async def list_models(principal: TenantDep, services: ServicesDep) -> ModelList:
+async def list_models(principal: TenantDep, services: AppServices) -> ModelList:
     """The aliases, models and embedding models this API key may call."""
     names = [*services.router.names(), *services.catalogue.embeddings]
     created = int(services.started_at)

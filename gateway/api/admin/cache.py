@@ -1,0 +1,42 @@
+"""Admin: a tenant's semantic cache: statistics and invalidation."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+
+from gateway.api.deps import AdminDep
+from gateway.api.errors import not_found
+from gateway.cache.semantic_cache import SemanticCache
+
+router = APIRouter(prefix="/admin/tenants", tags=["admin"])
+
+
+def get_cache(request: Request) -> SemanticCache:
+    return request.app.state.services.cache
+
+
+CacheDep = Annotated[SemanticCache, Depends(get_cache)]
+
+
+@router.get("/{tenant_id}/cache/stats")
+async def cache_stats(tenant_id: str, cache: CacheDep, _: AdminDep) -> dict:
+    """Entries, namespaces, and hit/miss/bypass counts since start-up."""
+    s = cache.stats(tenant_id)
+    return {"tenant_id": s.tenant_id, "entries": s.entries, "namespaces": s.namespaces, "hits": s.hits,
+            "misses": s.misses, "bypasses": s.bypasses, "rejected_by_guard": s.rejected_by_guard}
+
+
+@router.delete("/{tenant_id}/cache")
+async def invalidate_tenant(tenant_id: str, cache: CacheDep, _: AdminDep) -> dict:
+    """Drop every cached answer of the tenant."""
+    return {"tenant_id": tenant_id, "deleted": await cache.invalidate(tenant_id)}
+
+
+@router.delete("/{tenant_id}/cache/{entry_id}")
+async def invalidate_entry(tenant_id: str, entry_id: str, cache: CacheDep, _: AdminDep) -> dict:
+    """Drop one cached answer; 404 when the tenant has no such entry."""
+    deleted = await cache.invalidate(tenant_id, entry_id)
+    if not deleted:
+        raise not_found(f"No cache entry {entry_id!r} for tenant {tenant_id!r}.")
+    return {"tenant_id": tenant_id, "entry_id": entry_id, "deleted": deleted}

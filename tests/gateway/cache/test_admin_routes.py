@@ -1,0 +1,52 @@
+"""DELETE /admin/tenants/{id}/cache[/{entry_id}] and GET .../cache/stats, behind the admin key."""
+from types import SimpleNamespace
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from gateway.api.admin.cache import router
+from gateway.api.errors import install_error_handlers
+from tests.gateway.cache.conftest import ask
+
+ADMIN_KEY = "tga-cache-test-admin"
+ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
+
+
+@pytest.fixture
+def client(cache):
+    app = FastAPI()
+    install_error_handlers(app)
+    app.include_router(router)
+    app.state.services = SimpleNamespace(cache=cache, admin_key=ADMIN_KEY)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://gateway")
+
+
+async def test_stats_and_invalidation(client, cache, policy):
+    first = await cache.store(ask("How do I reset my password?"), policy, "Use the link.", 5, 3, "stop")
+    await cache.store(ask("How do I track my order?"), policy, "Open Orders.", 5, 3, "stop")
+    await cache.lookup(ask("How do I reset my password?"), policy)
+
+    stats = (await client.get("/admin/tenants/t1/cache/stats", headers=ADMIN)).json()
+    assert (stats["entries"], stats["hits"], stats["namespaces"]) == (2, 1, 1)
+
+    response = await client.delete(f"/admin/tenants/t1/cache/{first}", headers=ADMIN)
+    assert response.status_code == 200 and response.json()["deleted"] == 1
+    missing = await client.delete(f"/admin/tenants/t1/cache/{first}", headers=ADMIN)
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+
+    response = await client.delete("/admin/tenants/t1/cache", headers=ADMIN)
+    assert response.json() == {"tenant_id": "t1", "deleted": 1}
+    assert (await cache.lookup(ask("How do I track my order?"), policy)).status == "miss"
+
+
+async def test_another_tenants_entry_is_not_found(client, cache, policy):
+    entry = await cache.store(ask("How do I reset my password?"), policy, "Use the link.", 5, 3, "stop")
+    assert (await client.delete(f"/admin/tenants/t2/cache/{entry}", headers=ADMIN)).status_code == 404
+    assert cache.stats("t1").entries == 1
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer tg-some-tenant-key"}])
+async def test_admin_key_required(client, headers):
+    assert (await client.delete("/admin/tenants/t1/cache", headers=headers)).status_code == 401
+    assert (await client.get("/admin/tenants/t1/cache/stats", headers=headers)).status_code == 401

@@ -1,7 +1,8 @@
 """Grouped-query attention over the paged KV cache.
 
-The cache of one layer is a pair of tensors [num_blocks, block_size, num_kv_heads, head_dim]; a token's
-K/V lives at flat slot block_id * block_size + offset. The runner builds one AttentionMetadata per step
+The cache of one layer is a pair of tensors [num_kv_heads, num_blocks, block_size, head_dim]; a token's
+K/V lives at flat slot block_id * block_size + offset. Heads lead so that gathering a batch's blocks yields
+[num_kv_heads, num_seqs, context, head_dim] directly: the attention matmuls read it without a transpose copy. The runner builds one AttentionMetadata per step
 (slot mapping, block tables, masks) and every layer reuses it, so per-layer work has no Python loops
 over decode sequences."""
 from __future__ import annotations
@@ -29,7 +30,7 @@ class AttentionMetadata:
     slot_mapping: torch.Tensor                 # [num_tokens] long: where each new token's K/V goes
     num_decode: int = 0                        # decode tokens (one per sequence) come first in the batch
     decode_block_tables: torch.Tensor | None = None  # [num_decode, max_blocks] long, padded with block 0
-    decode_bias: torch.Tensor | None = None    # [num_decode, 1, 1, max_blocks * block_size]: 0 or -inf
+    decode_bias: torch.Tensor | None = None    # [num_decode, 1, max_blocks * block_size]: 0 or -inf
     prefills: list[PrefillChunk] = field(default_factory=list)
 
 
@@ -46,9 +47,9 @@ class PagedAttention(torch.nn.Module):
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                 k_cache: torch.Tensor, v_cache: torch.Tensor, meta: AttentionMetadata) -> torch.Tensor:
-        """q: [T, H, D]; k, v: [T, KVH, D]; caches: [num_blocks, block_size, KVH, D]. Returns [T, H, D]."""
-        k_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, meta.slot_mapping, k)
-        v_cache.view(-1, self.num_kv_heads, self.head_dim).index_copy_(0, meta.slot_mapping, v)
+        """q: [T, H, D]; k, v: [T, KVH, D]; caches: [KVH, num_blocks, block_size, D]. Returns [T, H, D]."""
+        k_cache.view(self.num_kv_heads, -1, self.head_dim).index_copy_(1, meta.slot_mapping, k.transpose(0, 1))
+        v_cache.view(self.num_kv_heads, -1, self.head_dim).index_copy_(1, meta.slot_mapping, v.transpose(0, 1))
         if meta.num_decode == q.shape[0]:
             return self._decode(q, k_cache, v_cache, meta)
         out = torch.empty_like(q)
@@ -60,15 +61,18 @@ class PagedAttention(torch.nn.Module):
 
     def _decode(self, q, k_cache, v_cache, meta: AttentionMetadata) -> torch.Tensor:
         n, max_blocks = meta.decode_block_tables.shape
-        length = max_blocks * k_cache.shape[1]
-        # [n, KVH, L, D]: every decode sequence's context, padded to the longest; padding is masked by the bias.
-        keys = k_cache[meta.decode_block_tables].view(n, length, self.num_kv_heads, self.head_dim).transpose(1, 2)
-        values = v_cache[meta.decode_block_tables].view(n, length, self.num_kv_heads, self.head_dim).transpose(1, 2)
-        # Query heads of one KV group share its keys: [n, KVH, group, D] @ [n, KVH, D, L] -> [n, KVH, group, L]
-        scores = torch.matmul(q.view(n, self.num_kv_heads, self.group, self.head_dim), keys.transpose(-1, -2))
+        length = max_blocks * k_cache.shape[2]
+        flat_table = meta.decode_block_tables.view(-1)
+        # [KVH, n, L, D]: every decode sequence's context, padded to the longest; the bias masks the padding.
+        keys = k_cache.index_select(1, flat_table).view(self.num_kv_heads, n, length, self.head_dim)
+        values = v_cache.index_select(1, flat_table).view(self.num_kv_heads, n, length, self.head_dim)
+        # Query heads of one KV group share its keys: [KVH, n, group, D] @ [KVH, n, D, L] -> [KVH, n, group, L]
+        queries = q.view(n, self.num_kv_heads, self.group, self.head_dim).transpose(0, 1)
+        scores = torch.matmul(queries, keys.transpose(-1, -2))
         scores = scores.mul_(self.scale).add_(meta.decode_bias)
         probs = torch.softmax(scores, dim=-1)
-        return torch.matmul(probs, values).view(n, self.num_heads, self.head_dim)
+        out = torch.matmul(probs, values)  # [KVH, n, group, D]
+        return out.transpose(0, 1).reshape(n, self.num_heads, self.head_dim)
 
     def _prefill(self, q, k, v, k_cache, v_cache, chunk: PrefillChunk) -> torch.Tensor:
         q_chunk = q[chunk.start:chunk.end].transpose(0, 1).unsqueeze(0)  # [1, H, n, D]
@@ -85,5 +89,5 @@ class PagedAttention(torch.nn.Module):
 
     def _gather(self, cache: torch.Tensor, chunk: PrefillChunk) -> torch.Tensor:
         # [1, KVH, context_len, D]
-        flat = cache[chunk.block_ids].view(-1, self.num_kv_heads, self.head_dim)[:chunk.context_len]
-        return flat.transpose(0, 1).unsqueeze(0)
+        flat = cache.index_select(1, chunk.block_ids).view(self.num_kv_heads, -1, self.head_dim)
+        return flat[:, :chunk.context_len].unsqueeze(0)

@@ -175,7 +175,7 @@ class LlamaForCausalLM(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, k_cache: torch.Tensor,
                 v_cache: torch.Tensor, meta: AttentionMetadata, logits_indices: torch.Tensor) -> torch.Tensor:
-        """input_ids, positions: [T]; caches: [num_layers, num_blocks, block_size, KVH, D].
+        """input_ids, positions: [T]; caches: [num_layers, KVH, num_blocks, block_size, D].
         Returns float32 logits [len(logits_indices), vocab] for the sampling positions only."""
         x = self.embed(input_ids)  # [T, hidden]
         cos, sin = self.rotary.lookup(positions, x.dtype)

@@ -1,0 +1,62 @@
+"""Session fixtures for tests that load the real SmolLM2 model: loaded once, shared by every test."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the reference model is read from the local GGUF file only
+
+REFERENCE_NEW_TOKENS = 64
+
+
+@pytest.fixture(scope="session")
+def gguf_path():
+    from workers.model.registry import CATALOGUE
+
+    return CATALOGUE["smollm2-135m-instruct"].path()
+
+
+@pytest.fixture(scope="session")
+def model_runner():
+    """Our runner on the real model, float32, 2 threads; tests may reuse its KV pool freely."""
+    from workers.config import EngineConfig
+    from workers.engine.model_runner import ModelRunner
+
+    return ModelRunner(EngineConfig(num_kv_blocks=512, num_threads=2))
+
+
+@pytest.fixture(scope="session")
+def hf_model(gguf_path):
+    """transformers' Llama on the same GGUF, dequantized by transformers: the reference, never the serving path."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name,
+                                                dtype=torch.float32).eval()
+
+
+@pytest.fixture(scope="session")
+def hf_tokenizer(gguf_path):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+
+
+@pytest.fixture(scope="session")
+def hf_references(hf_model, model_runner):
+    """HF greedy generations for the reference prompts, computed once per session."""
+    from tests.workers.reference import PROMPTS, hf_greedy
+
+    tok = model_runner.tokenizer
+    prompts = [tok.apply_chat_template([{"role": "user", "content": p}]) for p in PROMPTS]
+    eos = min(tok.eos_token_ids)
+    return hf_greedy(hf_model, prompts, REFERENCE_NEW_TOKENS, eos_token_id=eos, pad_token_id=eos)
+
+
+@pytest.fixture(scope="session")
+def real_llm():
+    """The offline engine over the real model (its own runner and KV pool: 64 blocks of 16)."""
+    from workers.llm import LLM
+
+    return LLM("smollm2-135m-instruct", num_kv_blocks=64, num_threads=1)

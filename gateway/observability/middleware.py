@@ -12,6 +12,7 @@ from gateway.api.errors import APIError
 from gateway.observability.logging import request_id_var
 
 log = logging.getLogger("tollgate.access")
+error_log = logging.getLogger("tollgate.errors")
 
 
 def new_request_id() -> str:
@@ -58,6 +59,14 @@ class RequestContextMiddleware:
                 await _send_error(body_too_large(self.max_body_bytes), send_with_ids)
                 return
             await self.app(scope, self._limited(receive), send_with_ids)
+        except Exception:
+            # Unhandled: logged here, where the request id is still known, and answered in
+            # OpenAI's shape unless the response had already started.
+            error_log.exception("unhandled error")
+            if status:
+                raise
+            await _send_error(APIError(500, "The server had an error while processing your request.",
+                                       type="server_error"), send_with_ids)
         finally:
             if log.isEnabledFor(logging.INFO):
                 log.info("request", extra={"method": scope["method"], "path": scope["path"], "status": status,

@@ -4,9 +4,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from gateway.catalogue import Catalogue
-from gateway.serving.base import GenerationChunk, GenerationRequest, VersionInfo, VersionUnavailable
+from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, VersionInfo,
+                                  VersionUnavailable)
 from workers.config import EngineConfig
-from workers.engine.async_engine import AsyncEngine
+from workers.engine.async_engine import AsyncEngine, EngineDeadError
 from workers.sampling_params import SamplingParams
 
 
@@ -55,13 +56,18 @@ class InProcessBackend:
                                 top_p=request.top_p, top_k=request.top_k, seed=request.seed,
                                 stop=list(request.stop), ignore_eos=request.ignore_eos)
         outputs = engine.generate(request.request_id, request.prompt, messages=request.messages, params=params)
+        started = False
         try:
             async for out in outputs:
+                started = True
                 delta = out.outputs[0]
                 yield GenerationChunk(text=delta.text, token_ids=list(delta.token_ids),
                                       prompt_tokens=out.num_prompt_tokens,
                                       completion_tokens=out.num_output_tokens,
                                       cached_tokens=out.num_cached_tokens, finish_reason=delta.finish_reason)
+        except EngineDeadError as e:
+            # Before the first token another version may still serve it; after, the stream is broken.
+            raise (GenerationFailed if started else VersionUnavailable)(f"{request.version}: {e}") from e
         finally:
             await outputs.aclose()  # the client left early: the engine aborts and frees its blocks
 

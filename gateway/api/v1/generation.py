@@ -355,6 +355,12 @@ async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: Generati
         status = "error"
         yield _error_event(generation_failed())
         yield "data: [DONE]\n\n"
+    except Exception:
+        # Headers are gone: the client learns of it in the stream, the operator in the log.
+        log.exception("stream failed")
+        status = "error"
+        yield _error_event(APIError(500, "The server had an error while streaming.", type="server_error"))
+        yield "data: [DONE]\n\n"
     finally:
         # Runs on a normal end, and when the client leaves (the task is cancelled): abort the
         # generation so the engine frees its blocks, then bill what was generated so far.

@@ -26,7 +26,8 @@ class RedisStorage:
         self._reserve = self._client.register_script((_LUA / "reserve.lua").read_text())
         self._adjust = self._client.register_script((_LUA / "adjust.lua").read_text())
         self._seed = self._client.register_script((_LUA / "seed.lua").read_text())
-        await self._client.script_load(self._reserve.script)
+        for script in (self._reserve, self._adjust, self._seed):
+            await self._client.script_load(script.script)
 
     async def stop(self) -> None:
         if self._client is not None:

@@ -136,3 +136,22 @@ def test_request_ids(db):
     assert a.headers["x-correlation-id"] == "client-123"
     assert a.headers["x-request-id"] != b.headers["x-request-id"]  # ours, never the client's
     assert a.json()["id"] != b.json()["id"]
+
+
+class ExplodingBackend(CannedBackend):
+    def count_prompt_tokens(self, version, *, prompt=None, messages=None):
+        if messages and messages[0]["content"] == "boom":
+            raise RuntimeError("a bug, not a client mistake")
+        return super().count_prompt_tokens(version, prompt=prompt, messages=messages)
+
+
+def test_unexpected_errors_are_500_in_openai_shape(db):
+    tenant_id, key = make_tenant(db[1])
+    with serve(db, ExplodingBackend()) as server:
+        r = httpx.post(f"{server.url}/v1/chat/completions", headers={"Authorization": f"Bearer {key}"},
+                       json={**BODY, "messages": [{"role": "user", "content": "boom"}]})
+        assert r.status_code == 500 and r.json()["error"]["type"] == "server_error"
+        assert r.headers["x-request-id"].startswith("req_")
+        ok = httpx.post(f"{server.url}/v1/chat/completions", json=BODY, headers={"Authorization": f"Bearer {key}"})
+        assert ok.status_code == 200  # the process carries on
+    assert len(usage_rows(db[1], tenant_id)) == 1

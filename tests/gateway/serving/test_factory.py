@@ -17,7 +17,7 @@ def test_registry_builds_the_inprocess_backend(gw_catalogue):
 
 
 def test_unknown_backend_names_the_choices(gw_catalogue):
-    with pytest.raises(ValueError, match="inprocess"):
+    with pytest.raises(ValueError, match="inprocess.*ray"):
         build_backend(Settings(backend="carrier-pigeon"), gw_catalogue)
     assert "carrier-pigeon" not in BACKENDS
 
@@ -38,3 +38,7 @@ async def test_an_unloaded_version_is_unavailable(gw_catalogue):
     backend = InProcessBackend(gw_catalogue, versions=[FP32])
     with pytest.raises(VersionUnavailable):
         await anext(backend.stream(GenerationRequest(request_id="r", version=FP32, prompt="hi")))
+
+
+def test_ray_is_registered():
+    assert set(BACKENDS) >= {"inprocess", "ray"}

@@ -168,7 +168,7 @@ def main() -> None:
         return
     sizes = args.sizes or ([10_000] if args.quick else [10_000, 100_000])
     queries = args.queries or (100 if args.quick else 500)
-    print(f"LATENCY (one tenant, one namespace; embedding + exact tier + FAISS flat search + guards):")
+    print(f"LATENCY (one tenant, one namespace; embedding + exact tier + FAISS search (flat <= 20k rows, HNSW above) + guards):")
     latency(embedder, sizes, queries, threshold)
 
 

@@ -8,9 +8,15 @@ are exact inner products (it stores the full vectors), so approximation can only
 Rows are only appended; a removed entry's row is marked dead and skipped, and the index is
 rebuilt from live rows once the dead share passes a bound. That keeps LRU eviction O(1)
 instead of FAISS's O(n) `remove_ids` (which HNSW does not support at all).
+
+Building HNSW over tens of thousands of rows takes seconds. Past `sync_rebuild_below` rows a
+rebuild triggered by a single add or remove runs in a background thread over a snapshot while
+the current index keeps answering; the next call after it finishes swaps it in and replays what
+changed meanwhile. Bulk loads (start-up) build in the caller's thread.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -26,11 +32,14 @@ class IndexConfig:
     hnsw_ef_search: int = 64
     rebuild_dead_fraction: float = 0.25
     max_dead_probe: int = 32  # extra neighbours fetched to step over dead rows
+    sync_rebuild_below: int = 5_000  # rows; larger rebuilds go to a background thread
 
     def __post_init__(self) -> None:
         for name in ("hnsw_above", "hnsw_m", "hnsw_ef_construction", "hnsw_ef_search"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.sync_rebuild_below < 0:
+            raise ValueError(f"sync_rebuild_below must be >= 0, got {self.sync_rebuild_below}")
         if self.max_dead_probe < 0:
             raise ValueError(f"max_dead_probe must be >= 0, got {self.max_dead_probe}")
         if not 0.0 < self.rebuild_dead_fraction <= 1.0:
@@ -51,7 +60,30 @@ def _hnsw(dim: int, config: IndexConfig) -> faiss.Index:
 INDEX_KINDS: dict[str, Callable[[int, IndexConfig], faiss.Index]] = {"flat": _flat, "hnsw": _hnsw}
 
 
+class _Build:
+    """A rebuild running in a thread: the live rows of a snapshot, indexed afresh."""
+
+    def __init__(self, ids: list[str], vectors: np.ndarray, snapshot_rows: int, kind: str,
+                 dim: int, config: IndexConfig) -> None:
+        self.ids, self.vectors, self.snapshot_rows, self.kind = ids, vectors, snapshot_rows, kind
+        self.index = INDEX_KINDS[kind](dim, config)
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=f"cache-index-{kind}", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.index.add(self.vectors)  # FAISS releases the GIL here
+        except BaseException as e:  # handed to the owner, which logs it and rebuilds in its own thread
+            self.error = e
+        finally:
+            self.done.set()
+
+
 class NamespaceIndex:
+    """Not thread-safe: the owner serialises calls (SemanticCache holds one lock)."""
+
     def __init__(self, dim: int, config: IndexConfig | None = None) -> None:
         self.dim = dim
         self.config = config or IndexConfig()
@@ -61,6 +93,7 @@ class NamespaceIndex:
         self._row_of: dict[str, int] = {}
         self._vectors = np.empty((0, dim), dtype=np.float32)  # [rows, dim], kept to rebuild
         self._size = 0  # rows used in _vectors (it grows by doubling)
+        self._build: _Build | None = None
 
     def __len__(self) -> int:
         return len(self._row_of)
@@ -69,29 +102,43 @@ class NamespaceIndex:
     def dead(self) -> int:
         return len(self._rows) - len(self._row_of)
 
+    @property
+    def rebuilding(self) -> bool:
+        return self._build is not None
+
     def add(self, entry_id: str, vector: np.ndarray) -> None:
-        self.add_many([entry_id], np.asarray(vector).reshape(1, self.dim))
+        """One row; a rebuild it triggers on a large index runs in the background."""
+        self._adopt_finished_build()
+        self._forget(entry_id)
+        row = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, self.dim)
+        self._index.add(row)
+        self._append([entry_id], row)
+        if self._wants_rebuild():
+            self._start_rebuild(background=True)
 
     def add_many(self, entry_ids: list[str], vectors: np.ndarray) -> None:
+        """Bulk load: any rebuild it triggers runs here, in the caller's thread."""
+        self.wait()
         vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(entry_ids), self.dim)
         for entry_id in entry_ids:
             self._forget(entry_id)
-        if self.kind == "flat" and len(self._row_of) + len(entry_ids) > self.config.hnsw_above:
-            self._append(entry_ids, vectors)
-            self._rebuild()  # switches to HNSW, built from all live rows in one go
-            return
-        self._index.add(vectors)
         self._append(entry_ids, vectors)
+        if self._wants_rebuild():
+            self._start_rebuild(background=False)
+        else:
+            self._index.add(vectors)
 
     def remove(self, entry_id: str) -> bool:
+        self._adopt_finished_build()
         if not self._forget(entry_id):
             return False
-        if self.dead > max(64, self.config.rebuild_dead_fraction * len(self._rows)):
-            self._rebuild()
+        if self._wants_rebuild():
+            self._start_rebuild(background=True)
         return True
 
     def search(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
         """Up to k live (entry id, exact cosine) pairs, best first."""
+        self._adopt_finished_build()
         if not self._row_of:
             return []
         want = min(len(self._rows), k + min(self.dead, self.config.max_dead_probe))
@@ -105,6 +152,21 @@ class NamespaceIndex:
                 if len(out) == k:
                     break
         return out
+
+    def wait(self) -> None:
+        """Finish and adopt a background rebuild (start-up, tests, benchmarks)."""
+        if self._build is not None:
+            self._build.done.wait()
+            self._adopt_finished_build()
+
+    # --- internals
+
+    def _wants_rebuild(self) -> bool:
+        if self._build is not None:
+            return False
+        too_big_for_flat = self.kind == "flat" and len(self._row_of) > self.config.hnsw_above
+        too_many_dead = self.dead > max(64, self.config.rebuild_dead_fraction * len(self._rows))
+        return too_big_for_flat or too_many_dead
 
     def _forget(self, entry_id: str) -> bool:
         row = self._row_of.pop(entry_id, None)
@@ -125,14 +187,33 @@ class NamespaceIndex:
             self._rows.append(entry_id)
         self._size = needed
 
-    def _rebuild(self) -> None:
+    def _start_rebuild(self, *, background: bool) -> None:
         live_rows = [row for row, entry_id in enumerate(self._rows) if entry_id is not None]
         ids = [self._rows[row] for row in live_rows]
-        vectors = self._vectors[live_rows]  # [live, dim] copy
-        self.kind = "hnsw" if len(ids) > self.config.hnsw_above else "flat"
-        self._index = INDEX_KINDS[self.kind](self.dim, self.config)
-        self._rows, self._row_of = [], {}
-        self._vectors, self._size = np.empty((0, self.dim), dtype=np.float32), 0
-        if ids:
-            self._index.add(vectors)
-            self._append(ids, vectors)
+        kind = "hnsw" if len(ids) > self.config.hnsw_above else "flat"
+        build = _Build(ids, self._vectors[live_rows], len(self._rows), kind, self.dim, self.config)
+        self._build = build
+        if not background or len(self._rows) < self.config.sync_rebuild_below:
+            self.wait()
+
+    def _adopt_finished_build(self) -> None:
+        build = self._build
+        if build is None or not build.done.is_set():
+            return
+        self._build = None
+        if build.error is not None:
+            raise RuntimeError(f"rebuilding the {build.kind} index failed") from build.error
+        # Rows appended since the snapshot, and snapshot rows removed since, are replayed.
+        tail = [(row, eid) for row, eid in enumerate(self._rows[build.snapshot_rows:], build.snapshot_rows)
+                if eid is not None]
+        # A snapshot id still live at its pre-snapshot row is kept; removed or re-added ones are dead.
+        snapshot_ids = [eid if self._row_of.get(eid, build.snapshot_rows) < build.snapshot_rows else None
+                        for eid in build.ids]
+        tail_vectors = self._vectors[[row for row, _ in tail]] if tail else np.empty((0, self.dim), np.float32)
+        if tail:
+            build.index.add(tail_vectors)
+        self.kind, self._index = build.kind, build.index
+        self._rows = snapshot_ids + [eid for _, eid in tail]
+        self._row_of = {eid: row for row, eid in enumerate(self._rows) if eid is not None}
+        self._vectors = np.concatenate([build.vectors, tail_vectors])
+        self._size = len(self._vectors)

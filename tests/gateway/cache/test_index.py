@@ -60,7 +60,27 @@ def test_large_namespaces_switch_to_hnsw_with_exact_scores():
     assert index.kind == "flat" and len(index) == 300
 
 
-@pytest.mark.parametrize("field", ["hnsw_above", "hnsw_m", "hnsw_ef_construction", "hnsw_ef_search",
+def test_background_rebuild_replays_changes_made_while_it_ran():
+    rng = np.random.default_rng(2)
+    index = NamespaceIndex(16, IndexConfig(hnsw_above=300, sync_rebuild_below=0))
+    vectors = unit(rng, 600)
+    for i in range(400):
+        index.add(f"e{i}", vectors[i])
+    assert index.rebuilding or index.kind == "hnsw"
+    for i in range(400, 600):  # while (or after) the HNSW build runs
+        index.add(f"e{i}", vectors[i])
+    for i in range(0, 100):
+        index.remove(f"e{i}")
+    index.add("e150", vectors[599])  # re-added with another vector
+    index.wait()
+    assert index.kind == "hnsw" and len(index) == 500 and not index.rebuilding
+    live = {e for i in range(0, 600, 7) for e, _ in index.search(vectors[i], 1)}
+    assert not any(int(e[1:]) < 100 for e in live)
+    assert index.search(vectors[450], 1) == [("e450", pytest.approx(1.0, abs=1e-5))]
+    assert {e for e, _ in index.search(vectors[599], 2)} == {"e150", "e599"}
+
+
+@pytest.mark.parametrize("field", ["sync_rebuild_below", "hnsw_above", "hnsw_m", "hnsw_ef_construction", "hnsw_ef_search",
                                    "max_dead_probe", "rebuild_dead_fraction"])
 def test_bad_index_config_is_refused(field):
     with pytest.raises(ValueError, match=field):

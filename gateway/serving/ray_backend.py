@@ -25,6 +25,7 @@ from workers.engine.input_processor import InputProcessor
 from workers.sampling_params import SamplingParams
 from workers.serve.app import app_name, deploy, versions_from_catalogue
 from workers.serve.config import VersionServeConfig
+from workers.serve.prefix_router import prefix_key
 from workers.serve.tokenizer import load_tokenizer
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,10 @@ class RayServeBackend:
         self._handles: dict[str, serve.handle.DeploymentHandle] = {}
         self._inputs: dict[str, InputProcessor] = {}
         self._healthy: dict[str, bool] = {}
+        self._running: dict[str, int] = {}  # RUNNING replicas per version, as last polled
+        # A version whose replica was just lost, until Serve's status shows it: (when, running then).
+        self._suspect: dict[str, tuple[float, int]] = {}
+        self._suspect_grace_s = 15.0
         self._poller: asyncio.Task | None = None
         self._started_ray = False
 
@@ -88,10 +93,8 @@ class RayServeBackend:
             self._poller.cancel()
             await asyncio.gather(self._poller, return_exceptions=True)
             self._poller = None
-        if self._settings.ray_deploy:
-            for version in self._handles:
-                await asyncio.to_thread(serve.delete, app_name(version))
         self._handles = {}
+        # The pool outlives a gateway on a shared cluster; only a Ray this backend started goes.
         if self._started_ray:
             await asyncio.to_thread(serve.shutdown)
             ray.shutdown()
@@ -122,12 +125,25 @@ class RayServeBackend:
 
     async def _refresh_health(self) -> None:
         status = await asyncio.to_thread(serve.status)
-        healthy = {}
+        now = time.monotonic()
         for version in self._configs:
             app = status.applications.get(app_name(version))
             deployments = app.deployments.values() if app is not None else []
-            healthy[version] = any(d.replica_states.get("RUNNING", 0) > 0 for d in deployments)
-        self._healthy = healthy
+            running = sum(d.replica_states.get("RUNNING", 0) for d in deployments)
+            self._running[version] = running
+            if version in self._suspect:
+                since, running_then = self._suspect[version]
+                if running < running_then or now - since > self._suspect_grace_s:
+                    del self._suspect[version]  # Serve has seen the loss (or it was transient)
+                else:
+                    running -= 1  # Serve still counts the lost replica: do not route to it
+            self._healthy[version] = running > 0
+
+    def _lost_replica(self, version: str) -> None:
+        """A replica of `version` died under us. Serve's status lags the death by a moment;
+        until it catches up, count one replica fewer so a lone replica's version fails over."""
+        self._suspect[version] = (time.monotonic(), self._running.get(version, 0))
+        self._healthy[version] = self._running.get(version, 0) - 1 > 0
 
     async def _poll_health(self) -> None:
         while True:
@@ -141,8 +157,13 @@ class RayServeBackend:
     # -- generation ----------------------------------------------------------------------
 
     async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationChunk]:
-        async for raw in self.stream_raw(request):
-            yield GenerationChunk(**{k: raw[k] for k in _CHUNK_FIELDS})
+        key = prefix_key(request.prompt, request.messages) if self._settings.ray_prefix_routing else None
+        chunks = self.stream_raw(request, prefix_key=key)
+        try:
+            async for raw in chunks:
+                yield GenerationChunk(**{k: raw[k] for k in _CHUNK_FIELDS})
+        finally:
+            await chunks.aclose()  # the caller left early: cancel the replica's generation now
 
     async def stream_raw(self, request: GenerationRequest, *, prefix_key: str | None = None) -> AsyncIterator[dict]:
         """Chunks as the replica sends them (the first names `version` and `replica`)."""
@@ -173,7 +194,7 @@ class RayServeBackend:
                     raise ValueError(str(e.cause)) from e
                 raise VersionUnavailable(f"{version}: {e}") from e
             except (RayActorError, RayError, RayServeException) as e:
-                self._healthy[version] = False  # until the next poll says otherwise
+                self._lost_replica(version)
                 raise VersionUnavailable(f"{version}: replica lost before the first token: {e}") from e
             chunk = first
             while True:
@@ -191,7 +212,7 @@ class RayServeBackend:
                     raise ReplicaLost(f"{version}: timed out after {self._settings.request_timeout_s:g}s",
                                       version=version, prompt_tokens=prompt_tokens, completion_tokens=sent) from None
                 except (RayError, RayServeException) as e:
-                    self._healthy[version] = False
+                    self._lost_replica(version)
                     raise ReplicaLost(f"{version}: replica lost mid-stream after {sent} tokens: {e}",
                                       version=version, prompt_tokens=prompt_tokens, completion_tokens=sent) from e
         finally:

@@ -21,6 +21,7 @@ _SAMPLING = ("max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "ign
 class VersionServer:
     async def __init__(self, version: str, engine: dict, warmup_prompt: str = "Hello") -> None:
         self._version = version
+        self._active = 0  # generations in flight on this replica
         self._engine = AsyncEngine(EngineConfig(**engine), model_name=version)
         await self._engine.start()
         await self._warm_up(warmup_prompt)
@@ -35,10 +36,10 @@ class VersionServer:
 
     def info(self) -> dict:
         """What the gateway needs to validate and count prompts locally, and who answered."""
-        ip = self._engine._engine.input_processor
+        ip = self._engine._engine.input_processor  # AsyncEngine exposes no KV capacity of its own
         return {"version": self._version, "replica": self._replica, "pid": os.getpid(),
                 "max_model_len": self._engine.max_model_len, "kv_capacity_tokens": ip.kv_capacity_tokens,
-                "block_size": ip.block_size}
+                "block_size": ip.block_size, "active": self._active}
 
     async def generate(self, request: dict, prefix_key: str | None = None) -> AsyncIterator[dict]:
         """Stream delta chunks (GenerationChunk fields as a dict). The first carries `version`
@@ -49,6 +50,7 @@ class VersionServer:
         rid = f"{request['request_id']}-{uuid.uuid4().hex[:8]}"
         outputs = self._engine.generate(rid, request.get("prompt"), messages=request.get("messages"), params=params)
         first = True
+        self._active += 1
         try:
             async for out in outputs:
                 delta = out.outputs[0]
@@ -60,6 +62,7 @@ class VersionServer:
                     first = False
                 yield chunk
         finally:
+            self._active -= 1
             await outputs.aclose()
 
     def check_health(self) -> None:

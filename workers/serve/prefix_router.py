@@ -14,6 +14,19 @@ import random
 from ray.serve.request_router import FIFOMixin, PendingRequest, RequestRouter, RunningReplica
 
 
+def prefix_key(prompt: str | None = None, messages: list[dict] | None = None, *, chars: int = 512) -> str | None:
+    """What requests that can share cached KV have in common: the system message when there
+    is one, else the head of the prompt (or of the first message). None: nothing worth keying."""
+    if messages:
+        system = next((m.get("content") for m in messages if m.get("role") == "system"), None)
+        head = system if isinstance(system, str) and system else messages[0].get("content")
+    else:
+        head = prompt
+    if not isinstance(head, str) or not head:
+        return None
+    return hashlib.blake2b(head[:chars].encode(), digest_size=8).hexdigest()
+
+
 def _score(key: str, replica_id: str) -> int:
     return int.from_bytes(hashlib.blake2b(f"{key}\x00{replica_id}".encode(), digest_size=8).digest(), "big")
 

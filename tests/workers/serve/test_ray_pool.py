@@ -109,6 +109,20 @@ async def test_user_sticks_and_pin_is_honoured(backend, catalogue):
         assert chunks[0]["version"] == want
 
 
+async def test_leaving_early_aborts_on_the_replica(backend):
+    req = GenerationRequest("leaver", BF16, prompt="Tell me a very long story.", max_tokens=400,
+                            temperature=0, ignore_eos=True)
+    chunks = backend.stream(req)
+    async for c in chunks:
+        if c.completion_tokens >= 2:
+            break
+    await chunks.aclose()
+    deadline = time.monotonic() + 10
+    while (await backend.describe(BF16))["active"] != 0:
+        assert time.monotonic() < deadline, "the replica kept generating for a caller that left"
+        await asyncio.sleep(0.1)
+
+
 async def test_replica_killed_mid_stream(backend, catalogue):
     router = lenient_router(catalogue)
     pid = (await backend.describe(FP32))["pid"]

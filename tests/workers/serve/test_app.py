@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from gateway.catalogue import load_catalogue
+from gateway.settings import Settings
+from workers.serve.app import PREFIX_ROUTER, app_name, build_app, versions_from_catalogue
+
+
+def test_configs_follow_the_catalogue_with_overrides():
+    cat = load_catalogue(Settings().catalogue)
+    configs = {c.version: c for c in versions_from_catalogue(cat, engine_overrides={"num_kv_blocks": 8},
+                                                             num_cpus=0.25)}
+    assert set(configs) == set(cat.version_names())
+    fp32 = configs["smollm2-135m-instruct@fp32"]
+    assert fp32.engine == {"model": "smollm2-135m-instruct", "dtype": "float32", "block_size": 16,
+                           "max_num_seqs": 64, "num_kv_blocks": 8}
+    assert (fp32.min_replicas, fp32.max_replicas, fp32.num_cpus) == (1, 2, 0.25)
+    assert fp32.max_ongoing_requests == 64  # a replica takes what its engine can batch
+
+
+def test_app_names_are_serve_safe():
+    assert app_name("smollm2-135m-instruct@fp32") == "tg-smollm2-135m-instruct-fp32"
+
+
+def test_build_app_applies_autoscaling_and_the_prefix_router():
+    cat = load_catalogue(Settings().catalogue)
+    [cfg] = versions_from_catalogue(cat, versions=["smollm2-135m-instruct@bf16"], standby=1, prefix_routing=True)
+    deployment = build_app(cfg)._bound_deployment
+    auto = deployment._deployment_config.autoscaling_config
+    assert (auto.min_replicas, auto.max_replicas) == (2, 2)
+    router = deployment._deployment_config.request_router_config.request_router_class
+    assert router == PREFIX_ROUTER

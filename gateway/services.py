@@ -42,6 +42,20 @@ class Drain:
         self.inflight = 0
         self._idle = asyncio.Event()
         self._idle.set()
+        self._tasks: set[asyncio.Task] = set()
+
+    def spawn(self, coro) -> None:
+        """Run bookkeeping (settling a reservation) off the response path; shutdown waits for it."""
+        self.enter()
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        self.leave()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background bookkeeping failed", exc_info=task.exception())
 
     def enter(self) -> None:
         self.inflight += 1

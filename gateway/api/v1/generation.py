@@ -134,7 +134,8 @@ class Run:
         self._finished = True
         svc, latency_s = self.svc, time.perf_counter() - self.started
         try:
-            await svc.limiter.settle(self.reservation, self.billed_tokens)
+            # Settling only returns unused tokens to the limits: the client need not wait for it.
+            svc.drain.spawn(svc.limiter.settle(self.reservation, self.billed_tokens))
             model = svc.model_of(self.version) if self.version else self.job.model
             if self.produced:
                 svc.ledger.record(UsageRecord(

@@ -35,6 +35,8 @@ class Replicas(_Strict):
     def _bounds(self) -> "Replicas":
         if self.min > self.max:
             raise ValueError(f"replicas.min ({self.min}) exceeds replicas.max ({self.max})")
+        if self.max_queued_requests == 0:
+            raise ValueError("replicas.max_queued_requests must be >= 1, or -1 for unbounded")
         return self
 
 

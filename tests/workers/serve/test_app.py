@@ -13,7 +13,7 @@ def test_configs_follow_the_catalogue_with_overrides():
     fp32 = configs["smollm2-135m-instruct@fp32"]
     assert fp32.engine == {"model": "smollm2-135m-instruct", "dtype": "float32", "block_size": 16,
                            "max_num_seqs": 64, "num_kv_blocks": 8}
-    assert (fp32.min_replicas, fp32.max_replicas, fp32.num_cpus) == (1, 2, 0.25)
+    assert (fp32.min_replicas, fp32.max_replicas, fp32.num_cpus) == (1, 2, 0.25)  # override wins
     assert fp32.max_ongoing_requests == 64  # a replica takes what its engine can batch
 
 

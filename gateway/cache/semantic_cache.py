@@ -99,25 +99,35 @@ class SemanticCache:
         except Uncacheable as e:
             return CacheLookup("bypass", reason=str(e))
         now = self._clock()
-        with self._lock:
-            entry = self._live(self._store.by_exact_key(exact_key(namespace, text)), now)
-            if entry is not None:
-                return self._hit(entry, 1.0, "exact")
-        vector = self.embedder.embed_one(text)  # outside the lock: the slow part
-        with self._lock:
-            rejected: str | None = None
-            for entry, score in self._store.search(namespace, vector, self.config.candidates):
-                if score < policy.threshold:
-                    break
-                if self._live(entry, now) is None:
-                    continue
-                failed = first_disagreement(text, entry.question, self._guards)
-                if failed is None:
-                    return self._hit(entry, score, "semantic")
-                rejected = rejected or failed
-                self.metrics.rejected.labels(request.tenant_id, request.model, failed).inc()
-                stats = self._stats.setdefault(request.tenant_id, CacheStats(request.tenant_id))
-                stats.rejected_by_guard[failed] = stats.rejected_by_guard.get(failed, 0) + 1
+        expired: list[str] = []
+        try:
+            with self._lock:
+                entry = self._live(self._store.by_exact_key(exact_key(namespace, text)), now, expired)
+                if entry is not None:
+                    return self._hit(entry, 1.0, "exact")
+            vector = self.embedder.embed_one(text)  # outside the lock: the slow part
+            with self._lock:
+                return self._semantic(request, text, namespace, vector, policy, now, expired)
+        finally:
+            if expired and self._repository is not None:
+                self._repository.delete(entry_ids=expired)
+
+    def _semantic(self, request: CacheRequest, text: str, namespace: str, vector, policy: TenantCachePolicy,
+                  now: float, expired: list[str]) -> CacheLookup:
+        """The best neighbour above the threshold that every guard accepts (lock held)."""
+        rejected: str | None = None
+        for entry, score in self._store.search(namespace, vector, self.config.candidates):
+            if score < policy.threshold:
+                break
+            if self._live(entry, now, expired) is None:
+                continue
+            failed = first_disagreement(text, entry.question, self._guards)
+            if failed is None:
+                return self._hit(entry, score, "semantic")
+            rejected = rejected or failed
+            self.metrics.rejected.labels(request.tenant_id, request.model, failed).inc()
+            stats = self._stats.setdefault(request.tenant_id, CacheStats(request.tenant_id))
+            stats.rejected_by_guard[failed] = stats.rejected_by_guard.get(failed, 0) + 1
         return CacheLookup("miss", reason=f"guard:{rejected}" if rejected else None)
 
     def store_sync(self, request: CacheRequest, policy: TenantCachePolicy, answer_text: str,
@@ -181,13 +191,13 @@ class SemanticCache:
 
     # --- helpers (called with the lock held)
 
-    def _live(self, entry: CacheEntry | None, now: float) -> CacheEntry | None:
+    def _live(self, entry: CacheEntry | None, now: float, expired: list[str]) -> CacheEntry | None:
+        """The entry, or None once its TTL has passed (then dropped; its row id goes to `expired`)."""
         if entry is None or not entry.expired(now):
             return entry
         self._store.remove(entry.id)
         self.metrics.evictions.labels(entry.tenant_id, "ttl").inc()
-        if self._repository is not None:
-            self._repository.delete(entry_ids=[entry.id])
+        expired.append(entry.id)
         return None
 
     def _hit(self, entry: CacheEntry, score: float, tier: str) -> CacheLookup:

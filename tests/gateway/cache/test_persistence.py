@@ -136,3 +136,13 @@ async def test_corrupt_rows_are_skipped_and_logged(make_cache, repository, engin
     assert any(bad in r.getMessage() and "corrupt" in r.getMessage() for r in caplog.records)
     assert (await restarted.lookup(ask("What is the capital of France?"), policy)).status == "miss"
     assert (await restarted.lookup(ask("How do I reset my password?"), policy)).status == "hit"
+
+
+async def test_an_entry_expiring_at_lookup_leaves_the_table(make_cache, repository, engine, clock):
+    cache = make_cache(repository=repository)
+    short = TenantCachePolicy(ttl_s=10)
+    await cache.store(ask("How do I reset my password?"), short, "Link.", 5, 1, "stop")
+    clock.now += 11
+    assert (await cache.lookup(ask("How do I reset my password?"), short)).status == "miss"
+    with engine.connect() as conn:
+        assert conn.execute(select(SemanticCacheEntryRow.id)).first() is None

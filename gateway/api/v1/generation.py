@@ -128,7 +128,9 @@ class Run:
                      total_tokens=self.prompt_tokens + self.completion_tokens,
                      prompt_tokens_details={"cached_tokens": self.cached_tokens})
 
-    async def finish(self, status: str) -> None:
+    def finish(self, status: str) -> None:
+        """Bill it (one ledger row, if the engine took the prompt), settle its reservation, and
+        report it to metrics and the router. Never awaits, so it is safe in any cleanup path."""
         if self._finished:
             return
         self._finished = True
@@ -179,7 +181,7 @@ async def admit(svc: Services, principal, request_id: str, job: Job, *, pin: str
     except RoutingError as e:
         raise invalid_request(str(e), param=e.param) from None
     allowed = principal.key_models
-    if allowed and job.model not in allowed and decision.model not in allowed and decision.alias not in allowed:
+    if allowed is not None and job.model not in allowed and decision.model not in allowed and decision.alias not in allowed:
         raise permission_denied(f"This API key may not use the model `{job.model}`.")
     loaded = svc.loaded_versions()
     counting = next((v for v in decision.candidates if v in loaded), None)
@@ -274,8 +276,7 @@ async def respond(run: Run, fmt_factory: Callable[[Run], Format]):
     try:
         stream, first = await open_generation(run)
     except BaseException as e:
-        with anyio.CancelScope(shield=True):
-            await run.finish(_status_of(e))
+        run.finish(_status_of(e))
         raise
     fmt = fmt_factory(run)
     if run.job.stream:
@@ -307,7 +308,7 @@ async def _collect(run: Run, stream: AsyncIterator[GenerationChunk], first: Gene
     finally:
         with anyio.CancelScope(shield=True):
             await stream.aclose()
-            await run.finish(status)
+        run.finish(status)
     return JSONResponse(fmt.complete("".join(parts), finish_reason).model_dump(mode="json"), headers=_headers(run))
 
 
@@ -316,55 +317,51 @@ def _event(payload: BaseModel | dict) -> str:
     return f"data: {body}\n\n"
 
 
-def _error_event(err: APIError) -> str:
-    return _event(err.body())
-
-
 async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk, fmt: Format):
-    status = "aborted"  # until the stream reaches an end of its own
+    status, error = "aborted", None  # "aborted" until the stream reaches an end of its own
     chunk: GenerationChunk | None = first
     try:
         opening = fmt.opening()
         if opening is not None:
             yield _event(opening)
-        while chunk is not None:
-            if not await run.within_budget(chunk):
-                status = "truncated"
-                yield _error_event(APIError(429, "You exceeded your current quota: the month's token budget "
-                                                 "ran out during this response.", type="insufficient_quota",
-                                            code="insufficient_quota"))
-                break
-            run.observe(chunk)
-            if chunk.text or chunk.finish_reason:
-                yield _event(fmt.delta(chunk.text, chunk.finish_reason))
-            if chunk.finish_reason is not None:
-                break
-            async with asyncio.timeout(run.remaining_s()):
-                chunk = await anext(stream, None)
-        else:
-            raise GenerationFailed("the generation ended without a finish reason")
-        if status != "truncated":
-            status = "ok"
-            if run.job.include_usage:
-                yield _event(fmt.usage_chunk())
-        yield "data: [DONE]\n\n"
-    except TimeoutError:
-        status = "error"
-        yield _error_event(gateway_timeout())
-        yield "data: [DONE]\n\n"
-    except GenerationFailed:
-        status = "error"
-        yield _error_event(generation_failed())
-        yield "data: [DONE]\n\n"
-    except Exception:
-        # Headers are gone: the client learns of it in the stream, the operator in the log.
-        log.exception("stream failed")
-        status = "error"
-        yield _error_event(APIError(500, "The server had an error while streaming.", type="server_error"))
+        try:
+            while chunk is not None:
+                if not await run.within_budget(chunk):
+                    status, error = "truncated", _quota_ran_out()
+                    break
+                run.observe(chunk)
+                if chunk.text or chunk.finish_reason:
+                    yield _event(fmt.delta(chunk.text, chunk.finish_reason))
+                if chunk.finish_reason is not None:
+                    status = "ok"
+                    break
+                async with asyncio.timeout(run.remaining_s()):
+                    chunk = await anext(stream, None)
+            else:
+                raise GenerationFailed("the generation ended without a finish reason")
+        except TimeoutError:
+            status, error = "error", gateway_timeout()
+        except GenerationFailed:
+            status, error = "error", generation_failed()
+        except Exception:
+            # Headers are gone: the client learns of it in the stream, the operator in the log.
+            log.exception("stream failed")
+            status, error = "error", APIError(500, "The server had an error while streaming.", type="server_error")
+        # Usage first: an SDK stops reading at an error event, and the client should still
+        # learn what it is billed for.
+        if run.job.include_usage:
+            yield _event(fmt.usage_chunk())
+        if error is not None:
+            yield _event(error.body())
         yield "data: [DONE]\n\n"
     finally:
         # Runs on a normal end, and when the client leaves (the task is cancelled): abort the
         # generation so the engine frees its blocks, then bill what was generated so far.
         with anyio.CancelScope(shield=True):
             await stream.aclose()
-            await run.finish(status)
+        run.finish(status)
+
+
+def _quota_ran_out() -> APIError:
+    return APIError(429, "You exceeded your current quota: the month's token budget ran out during this response.",
+                    type="insufficient_quota", code="insufficient_quota")

@@ -55,6 +55,7 @@ def test_failure_after_the_stream_started_ends_with_an_error_event(db):
     assert status == 200
     assert evs[-1] == "[DONE]"
     assert evs[-2]["error"]["code"] == "generation_failed"
+    assert evs[-3]["usage"]["completion_tokens"] == 2  # what it is billed for, before the error
     (row,) = usage_rows(db[1], tenant_id)
     assert row.status == "error" and row.completion_tokens == 2
 
@@ -69,6 +70,7 @@ def test_budget_running_out_mid_stream(db):
     assert status == 200
     text = "".join(e["choices"][0]["delta"].get("content") or "" for e in evs[:-2] if e.get("choices"))
     assert text == "a" * 5
+    assert evs[-3]["usage"]["total_tokens"] == 7
     assert evs[-2]["error"]["code"] == "insufficient_quota" and evs[-1] == "[DONE]"
     (row,) = usage_rows(db[1], tenant_id)
     assert row.status == "truncated"

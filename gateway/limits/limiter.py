@@ -64,7 +64,7 @@ class Limiter:
     def _limits(self, p: LimitedPrincipal) -> list[RateLimit]:
         spec = [(p.rpm, "requests", f"tenant:{p.tenant_id}"), (p.tpm, "tokens", f"tenant:{p.tenant_id}"),
                 (p.key_rpm, "requests", f"key:{p.key_id}"), (p.key_tpm, "tokens", f"key:{p.key_id}")]
-        return [RateLimit(amount, self._window_s, unit, scope) for amount, unit, scope in spec if amount]
+        return [RateLimit(amount, self._window_s, unit, scope) for amount, unit, scope in spec if amount is not None]
 
     async def reserve(self, principal: LimitedPrincipal, est_tokens: int, *,
                       min_tokens: int | None = None) -> Reservation:

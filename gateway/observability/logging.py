@@ -29,10 +29,14 @@ class JSONFormatter(logging.Formatter):
         return json.dumps(out, default=str)
 
 
+_OURS = ("tollgate", "gateway", "workers")  # named loggers and module (__name__) loggers alike
+
+
 def configure_logging(level: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JSONFormatter())
-    root = logging.getLogger("tollgate")
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    root.propagate = False
+    for name in _OURS:
+        logger = logging.getLogger(name)
+        logger.handlers[:] = [handler]
+        logger.setLevel(level.upper())
+        logger.propagate = False

@@ -29,14 +29,21 @@ class JSONFormatter(logging.Formatter):
         return json.dumps(out, default=str)
 
 
-_OURS = ("tollgate", "gateway", "workers")  # named loggers and module (__name__) loggers alike
-
-
 def configure_logging(level: str) -> None:
+    """tollgate.* loggers (request-path logs) are ours: JSON, at `level`. Module loggers of the
+    gateway and workers packages also get the JSON handler, but keep their level and propagation
+    so whoever configured the root (a test harness, an embedding app) still sees them."""
+    ours = logging.getLogger("tollgate")
+    ours.handlers[:] = [_json_handler()]
+    ours.setLevel(level.upper())
+    ours.propagate = False
+    for name in ("gateway", "workers"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(h.formatter, JSONFormatter) for h in logger.handlers):
+            logger.addHandler(_json_handler())
+
+
+def _json_handler() -> logging.Handler:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JSONFormatter())
-    for name in _OURS:
-        logger = logging.getLogger(name)
-        logger.handlers[:] = [handler]
-        logger.setLevel(level.upper())
-        logger.propagate = False
+    return handler

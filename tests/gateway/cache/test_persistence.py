@@ -146,3 +146,14 @@ async def test_an_entry_expiring_at_lookup_leaves_the_table(make_cache, reposito
     assert (await cache.lookup(ask("How do I reset my password?"), short)).status == "miss"
     with engine.connect() as conn:
         assert conn.execute(select(SemanticCacheEntryRow.id)).first() is None
+
+
+def test_the_table_model_matches_the_migration(engine):
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from gateway.db.base import Base
+
+    with engine.connect() as conn:
+        diffs = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+    assert [d for d in diffs if "semantic_cache_entries" in repr(d)] == []

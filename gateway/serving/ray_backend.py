@@ -66,6 +66,8 @@ class RayServeBackend:
     # -- life cycle ----------------------------------------------------------------------
 
     async def start(self) -> None:
+        if self._handles:
+            return  # already started (a test may hand a started backend to the app)
         if not ray.is_initialized():
             kw = {"address": self._settings.ray_address} if self._settings.ray_address else {
                 "num_cpus": self._settings.ray_num_cpus, "include_dashboard": False}

@@ -6,6 +6,7 @@ import os
 import signal
 import time
 
+import httpx
 import pytest
 import pytest_asyncio
 import yaml
@@ -167,3 +168,36 @@ async def test_failing_canary_leaves_rotation(backend, catalogue):
     assert entry.actor == AUTO_ROLLBACK_ACTOR and BF16 in entry.reason
     assert {router.resolve("chat", request_id=f"r{i}", user=u).version
             for i, u in enumerate(canary_users)} == {FP32}
+
+
+async def test_gateway_end_to_end_on_the_pool(backend, catalogue, tmp_path):
+    """The real gateway (OpenAI routes, admin routes) over this pool. Runs last: the app's
+    shutdown stops the backend."""
+    from gateway.main import create_app
+    from tests.gateway.support import ADMIN_KEY, make_tenant, migrate_and_seed
+
+    await wait_health(backend, BF16, True)
+    url = f"sqlite:///{tmp_path / 'tollgate.db'}"
+    migrate_and_seed(url, catalogue)
+    _, key = make_tenant(url)
+    settings = Settings(DATABASE_URL=url, REDIS_URL="", data_dir=tmp_path, admin_key=ADMIN_KEY, backend="ray",
+                        embeddings_enabled=False, log_level="WARNING", request_timeout_s=60)
+    app = create_app(settings, backend=backend)
+    tenant = {"Authorization": f"Bearer {key}"}
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}", "x-tollgate-actor": "e2e"}
+    body = {"model": "chat", "messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 3}
+    async with app.router.lifespan_context(app), httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://gateway", timeout=60) as http:
+        r = await http.post("/v1/chat/completions", json=body, headers={**tenant, "x-tollgate-version": "bf16"})
+        assert r.status_code == 200, r.text
+        assert r.json()["model"] == BF16 and r.json()["usage"]["completion_tokens"] == 3
+        r = await http.post("/v1/chat/completions", json=body, headers={**tenant, "x-tollgate-version": "int8"})
+        assert r.status_code == 400
+        r = await http.put("/admin/routes/chat", json={"weights": {"fp32": 50, "bf16": 60}}, headers=admin)
+        assert r.status_code == 400 and r.json()["error"]["param"] == "weights"
+        r = await http.post("/admin/routes/chat/promote", json={"version": "bf16"}, headers=admin)
+        assert r.status_code == 200 and r.json()["weights"][BF16] == 100
+        r = await http.post("/v1/chat/completions", json=body, headers=tenant)
+        assert r.status_code == 200 and r.json()["model"] == BF16
+        audit = (await http.get("/admin/routes/audit", headers=admin)).json()["data"]
+        assert audit[0]["action"] == "promote" and audit[0]["actor"] == "e2e"

@@ -126,9 +126,10 @@ class LlamaAttention(nn.Module):
         self.attn = PagedAttention(cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
 
     def forward(self, x, cos, sin, k_cache, v_cache, meta: AttentionMetadata) -> torch.Tensor:
-        q, k, v = self.qkv(x).split([self.q_size, self.kv_size, self.kv_size], dim=-1)
-        q = apply_rotary(q.view(-1, self.num_heads, self.head_dim), cos, sin)
-        k = apply_rotary(k.view(-1, self.num_kv_heads, self.head_dim), cos, sin)
+        qk, v = self.qkv(x).split([self.q_size + self.kv_size, self.kv_size], dim=-1)
+        # Rotate q and k heads together: [T, H + KVH, D], one set of kernels instead of two.
+        qk = apply_rotary(qk.view(-1, self.num_heads + self.num_kv_heads, self.head_dim), cos, sin)
+        q, k = qk.split([self.num_heads, self.num_kv_heads], dim=1)
         v = v.view(-1, self.num_kv_heads, self.head_dim)
         out = self.attn(q, k, v, k_cache, v_cache, meta)  # [T, H, D]
         return self.o(out.reshape(-1, self.q_size))

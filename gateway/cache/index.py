@@ -91,8 +91,6 @@ class NamespaceIndex:
         self._index = INDEX_KINDS[self.kind](dim, self.config)
         self._rows: list[str | None] = []  # row -> entry id; None once removed
         self._row_of: dict[str, int] = {}
-        self._vectors = np.empty((0, dim), dtype=np.float32)  # [rows, dim], kept to rebuild
-        self._size = 0  # rows used in _vectors (it grows by doubling)
         self._build: _Build | None = None
 
     def __len__(self) -> int:
@@ -112,7 +110,7 @@ class NamespaceIndex:
         self._forget(entry_id)
         row = np.ascontiguousarray(vector, dtype=np.float32).reshape(1, self.dim)
         self._index.add(row)
-        self._append([entry_id], row)
+        self._append([entry_id])
         if self._wants_rebuild():
             self._start_rebuild(background=True)
 
@@ -122,11 +120,10 @@ class NamespaceIndex:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(entry_ids), self.dim)
         for entry_id in entry_ids:
             self._forget(entry_id)
-        self._append(entry_ids, vectors)
+        self._index.add(vectors)
+        self._append(entry_ids)
         if self._wants_rebuild():
             self._start_rebuild(background=False)
-        else:
-            self._index.add(vectors)
 
     def remove(self, entry_id: str) -> bool:
         self._adopt_finished_build()
@@ -175,23 +172,22 @@ class NamespaceIndex:
         self._rows[row] = None
         return True
 
-    def _append(self, entry_ids: list[str], vectors: np.ndarray) -> None:
-        needed = self._size + len(entry_ids)
-        if needed > len(self._vectors):
-            grown = np.empty((max(needed, 2 * len(self._vectors), 64), self.dim), dtype=np.float32)
-            grown[:self._size] = self._vectors[:self._size]
-            self._vectors = grown
-        self._vectors[self._size:needed] = vectors
+    def _append(self, entry_ids: list[str]) -> None:
+        """Record rows already added to the FAISS index (which keeps the vectors: no copy here)."""
         for entry_id in entry_ids:
             self._row_of[entry_id] = len(self._rows)
             self._rows.append(entry_id)
-        self._size = needed
+
+    def _reconstruct(self, rows: list[int]) -> np.ndarray:
+        if not rows:
+            return np.empty((0, self.dim), dtype=np.float32)
+        return self._index.reconstruct_batch(np.asarray(rows, dtype=np.int64))  # [len(rows), dim]
 
     def _start_rebuild(self, *, background: bool) -> None:
         live_rows = [row for row, entry_id in enumerate(self._rows) if entry_id is not None]
         ids = [self._rows[row] for row in live_rows]
         kind = "hnsw" if len(ids) > self.config.hnsw_above else "flat"
-        build = _Build(ids, self._vectors[live_rows], len(self._rows), kind, self.dim, self.config)
+        build = _Build(ids, self._reconstruct(live_rows), len(self._rows), kind, self.dim, self.config)
         self._build = build
         if not background or len(self._rows) < self.config.sync_rebuild_below:
             self.wait()
@@ -209,11 +205,10 @@ class NamespaceIndex:
         # A snapshot id still live at its pre-snapshot row is kept; removed or re-added ones are dead.
         snapshot_ids = [eid if self._row_of.get(eid, build.snapshot_rows) < build.snapshot_rows else None
                         for eid in build.ids]
-        tail_vectors = self._vectors[[row for row, _ in tail]] if tail else np.empty((0, self.dim), np.float32)
+        tail_vectors = self._reconstruct([row for row, _ in tail])
         if tail:
             build.index.add(tail_vectors)
         self.kind, self._index = build.kind, build.index
         self._rows = snapshot_ids + [eid for _, eid in tail]
         self._row_of = {eid: row for row, eid in enumerate(self._rows) if eid is not None}
-        self._vectors = np.concatenate([build.vectors, tail_vectors])
-        self._size = len(self._vectors)
+        build.vectors = None  # the new index holds its own copy

@@ -158,6 +158,7 @@ class SemanticCache:
             self.metrics.evictions.labels(request.tenant_id, "lru").inc(len(evicted))
         if self._repository is not None:
             self._repository.save(entry, evicted=evicted)
+        entry.vector = None
         self.metrics.stores.labels(request.tenant_id, request.model, "stored").inc()
         return entry.id
 
@@ -186,6 +187,8 @@ class SemanticCache:
         entries = list(self._repository.load(dim=self.embedder.dim, now=self._clock()))
         with self._lock:
             self._store.add_many(entries)
+        for entry in entries:
+            entry.vector = None
         log.info("semantic cache: re-indexed %d persisted entries", len(entries))
         return len(entries)
 

@@ -53,7 +53,8 @@ class CacheEntry:
     exact_key: str
     question: str
     answer: CachedAnswer
-    vector: "object"  # np.ndarray [dim] float32; typed loosely to keep this module numpy-free
+    # np.ndarray [dim] float32 until indexed and persisted; then None (the FAISS index keeps the only copy).
+    vector: "object | None"
     created_at: float
     expires_at: float | None  # None: never
     hits: int = 0

@@ -12,6 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from gateway.cache.vocabulary import (ANTONYMS, MULTIWORD_OPERATORS, NEGATIONS, NUMBER_WORDS,
+                                      ONE_AS_PRONOUN_AFTER, OPERATORS, SCALE_WORDS, UNIT_GROUPS)
+
 # Words kept whole: contractions ("isn't"), identifiers ("redis.conf", "k8s", "ERR_42").
 _TOKEN = re.compile(
     r"\"[^\"]+\"|“[^”]+”|`[^`]+`|(?<!\w)'[^'\s][^']*'(?!\w)"  # quoted strings and code
@@ -20,129 +23,22 @@ _TOKEN = re.compile(
     r"|[^\sA-Za-z\d]"  # any other single symbol (+, %, $, ?)
 )
 
-# --- numbers --------------------------------------------------------------------------
-_UNITS_WORDS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
-    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
-    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
-    "eighty": 80, "ninety": 90, "dozen": 12,
-}
-_SCALE_WORDS = {"hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
-# "which one", "the one", "each one" are pronouns, not the number 1.
-_ONE_AS_PRONOUN_AFTER = {"which", "this", "that", "the", "each", "any", "every", "no", "another", "a", "one"}
-_OPERATORS = {"+": "+", "plus": "+", "-": "-", "minus": "-", "*": "*", "×": "*", "x": "*", "times": "*",
-              "/": "/", "÷": "/", "over": "/", "^": "^", "%": "%", "percent": "%", "=": "="}
-_MULTIWORD_OPERATORS = {("divided", "by"): "/", ("multiplied", "by"): "*", ("to", "the", "power"): "^"}
+_UNITS = {alias: unit for unit, aliases in UNIT_GROUPS.items() for alias in aliases}
 
-# --- units (order matters: "5 miles to km" is not "5 km to miles") -----------------------
-_UNIT_GROUPS: dict[str, tuple[str, ...]] = {
-    "mm": ("mm", "millimeter", "millimeters", "millimetre", "millimetres"),
-    "cm": ("cm", "centimeter", "centimeters", "centimetre", "centimetres"),
-    "m": ("meter", "meters", "metre", "metres"),
-    "km": ("km", "kms", "kilometer", "kilometers", "kilometre", "kilometres"),
-    "inch": ("inch", "inches"),
-    "ft": ("ft", "foot", "feet"),
-    "yd": ("yd", "yard", "yards"),
-    "mile": ("mi", "mile", "miles"),
-    "mg": ("mg", "milligram", "milligrams"),
-    "g": ("gram", "grams"),
-    "kg": ("kg", "kgs", "kilo", "kilos", "kilogram", "kilograms"),
-    "lb": ("lb", "lbs", "pound", "pounds"),
-    "oz": ("oz", "ounce", "ounces"),
-    "ton": ("ton", "tons", "tonne", "tonnes"),
-    "celsius": ("celsius", "centigrade", "°c"),
-    "fahrenheit": ("fahrenheit", "°f"),
-    "kelvin": ("kelvin",),
-    "ml": ("ml", "milliliter", "milliliters", "millilitre", "millilitres"),
-    "l": ("liter", "liters", "litre", "litres"),
-    "gallon": ("gallon", "gallons", "gal"),
-    "cup": ("cup", "cups"),
-    "ms": ("ms", "millisecond", "milliseconds"),
-    "s": ("sec", "secs", "second", "seconds"),
-    "min": ("min", "mins", "minute", "minutes"),
-    "h": ("hr", "hrs", "hour", "hours"),
-    "day": ("day", "days"),
-    "week": ("week", "weeks"),
-    "month": ("month", "months"),
-    "year": ("year", "years"),
-    "bit": ("bit", "bits"),
-    "byte": ("byte", "bytes"),
-    "kb": ("kb", "kilobyte", "kilobytes"),
-    "mb": ("mb", "megabyte", "megabytes"),
-    "gb": ("gb", "gigabyte", "gigabytes"),
-    "tb": ("tb", "terabyte", "terabytes"),
-    "kib": ("kib",), "mib": ("mib",), "gib": ("gib",),
-    "usd": ("usd", "$", "dollar", "dollars"),
-    "eur": ("eur", "€", "euro", "euros"),
-    "gbp": ("gbp", "£", "sterling"),
-    "jpy": ("jpy", "¥", "yen"),
-    "mph": ("mph",),
-    "kph": ("kph", "km/h"),
-    "percent": ("%", "percent", "percentage"),
-    "core": ("cpu", "cpus", "core", "cores", "vcpu", "vcpus"),
-}
-_UNITS = {alias: unit for unit, aliases in _UNIT_GROUPS.items() for alias in aliases}
 
-# --- polarity -------------------------------------------------------------------------
-_NEGATIONS = {"not", "no", "never", "none", "nothing", "nobody", "nor", "cannot", "without", "unable", "neither"}
+def _pole_table() -> dict[tuple[str, ...], tuple[str, str]]:
+    """phrase tokens -> (concept, "+" | "-")."""
+    table = {}
+    for concept, (positive, negative) in ANTONYMS.items():
+        table.update({tuple(phrase.split()): (concept, "+") for phrase in positive})
+        table.update({tuple(phrase.split()): (concept, "-") for phrase in negative})
+    return table
 
-# concept: (positive pole, negative pole). Phrases are matched on whole tokens.
-_ANTONYMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "open": (("open", "opened", "opening", "reachable", "listening"), ("closed", "close", "closing", "shut", "unreachable")),
-    "enable": (("enable", "enabled", "enabling", "activate", "activated", "turn on", "switch on", "on"),
-               ("disable", "disabled", "disabling", "deactivate", "deactivated", "turn off", "switch off", "off")),
-    "increase": (("increase", "increased", "increasing", "raise", "raised", "grow", "extend", "more", "higher", "maximum", "max"),
-                 ("decrease", "decreased", "decreasing", "reduce", "reduced", "lower", "lowered", "shrink", "shorten", "less", "fewer", "minimum", "min")),
-    "upgrade": (("upgrade", "upgraded", "upgrading"), ("downgrade", "downgraded", "downgrading")),
-    "before": (("before", "prior", "earlier", "earliest", "first", "oldest"), ("after", "later", "latest", "last", "newest")),
-    "start": (("start", "started", "starting", "begin", "launch", "resume", "restart", "running"), ("stop", "stopped", "stopping", "end", "halt", "pause", "paused", "kill")),
-    "add": (("add", "added", "adding", "create", "created", "insert", "attach"), ("remove", "removed", "removing", "delete", "deleted", "deleting", "drop", "detach", "erase")),
-    "install": (("install", "installed", "installing"), ("uninstall", "uninstalled", "uninstalling")),
-    "allow": (("allow", "allowed", "permit", "permitted", "accept", "accepted", "whitelist", "allowlist", "approve", "approved", "grant"),
-              ("deny", "denied", "block", "blocked", "forbid", "forbidden", "reject", "rejected", "blacklist", "blocklist", "decline", "declined", "revoke")),
-    "import": (("import", "imported", "importing"), ("export", "exported", "exporting")),
-    "upload": (("upload", "uploaded", "uploading"), ("download", "downloaded", "downloading")),
-    "encrypt": (("encrypt", "encrypted", "encryption"), ("decrypt", "decrypted", "decryption")),
-    "login": (("log in", "login", "sign in", "signin", "logged in"), ("log out", "logout", "sign out", "signout", "logged out")),
-    "subscribe": (("subscribe", "subscribed", "renew", "renewal", "reactivate", "sign up", "signup"), ("unsubscribe", "unsubscribed", "cancel", "cancelled", "canceled", "cancellation")),
-    "lock": (("lock", "locked", "locking"), ("unlock", "unlocked", "unlocking")),
-    "push": (("push", "pushed"), ("pull", "pulled")),
-    "buy": (("buy", "bought", "purchase", "purchased"), ("sell", "sold", "refund", "refunded", "return")),
-    "send": (("send", "sent", "sending", "outgoing", "outbound", "egress"), ("receive", "received", "receiving", "incoming", "inbound", "ingress")),
-    "input": (("input", "inputs"), ("output", "outputs")),
-    "true": (("true",), ("false",)),
-    "above": (("above", "over", "exceed", "exceeds"), ("below", "under", "beneath")),
-    "best": (("best", "better"), ("worst", "worse")),
-    "cheap": (("cheap", "cheaper", "cheapest", "inexpensive"), ("expensive", "pricier", "priciest", "costly")),
-    "fast": (("fast", "faster", "fastest", "quick", "quicker", "quickest"), ("slow", "slower", "slowest")),
-    "large": (("large", "larger", "largest", "big", "bigger", "biggest"), ("small", "smaller", "smallest", "tiny")),
-    "long": (("long", "longer", "longest"), ("short", "shorter", "shortest")),
-    "hot": (("hot", "hotter", "hottest", "warm", "warmer", "boiling", "heat"), ("cold", "colder", "coldest", "cool", "cooler", "freezing", "frozen")),
-    "public": (("public",), ("private",)),
-    "success": (("success", "successful", "succeed", "succeeded", "pass", "passed", "passing"), ("failure", "fail", "failed", "failing", "error", "errors")),
-    "valid": (("valid",), ("invalid",)),
-    "include": (("include", "included", "including", "inclusive"), ("exclude", "excluded", "excluding", "exclusive")),
-    "online": (("online", "up"), ("offline", "down", "outage")),
-    "encode": (("encode", "encoded", "encoding"), ("decode", "decoded", "decoding")),
-    "compress": (("compress", "compressed", "zip"), ("decompress", "decompressed", "unzip", "extract")),
-    "north": (("north", "northern"), ("south", "southern")),
-    "east": (("east", "eastern"), ("west", "western")),
-    "win": (("win", "won", "winner"), ("lose", "lost", "loser")),
-    "sign": (("positive",), ("negative",)),
-    "debit": (("debit",), ("credit",)),
-    "mount": (("mount", "mounted"), ("unmount", "unmounted")),
-    "merge": (("merge", "merged", "join"), ("split", "separate")),
-}
-_POLES = {}
-for _concept, (_pos, _neg) in _ANTONYMS.items():
-    for _phrase in _pos:
-        _POLES[tuple(_phrase.split())] = (_concept, "+")
-    for _phrase in _neg:
-        _POLES[tuple(_phrase.split())] = (_concept, "-")
+
+_POLES = _pole_table()
 _MAX_PHRASE = max(len(p) for p in _POLES)
 
-# --- entities ---------------------------------------------------------------------------
+# Entities
 _SENTENCE_END = {".", "?", "!", ":", ";", "\n"}
 _CAMEL_OR_CODE = re.compile(r"[a-z][A-Z]|[_./@]|\d")
 
@@ -175,36 +71,36 @@ def _numbers(words: list[str]) -> tuple[str, ...]:
         w = words[i]
         if w[0].isdigit():
             out.append(_number_value(w))
-        elif w in _UNITS_WORDS or (w in _SCALE_WORDS and out and out[-1].isdigit()):
-            if w == "one" and i > 0 and words[i - 1] in _ONE_AS_PRONOUN_AFTER:
+        elif w in NUMBER_WORDS or (w in SCALE_WORDS and out and out[-1].isdigit()):
+            if w == "one" and i > 0 and words[i - 1] in ONE_AS_PRONOUN_AFTER:
                 i += 1
                 continue
             total, current = 0, 0
-            while i < len(words) and (words[i] in _UNITS_WORDS or words[i] in _SCALE_WORDS or words[i] == "and"):
+            while i < len(words) and (words[i] in NUMBER_WORDS or words[i] in SCALE_WORDS or words[i] == "and"):
                 word = words[i]
-                if word in _UNITS_WORDS:
-                    current += _UNITS_WORDS[word]
-                elif word in _SCALE_WORDS:
-                    current = max(current, 1) * _SCALE_WORDS[word]
-                    if _SCALE_WORDS[word] >= 1000:
+                if word in NUMBER_WORDS:
+                    current += NUMBER_WORDS[word]
+                elif word in SCALE_WORDS:
+                    current = max(current, 1) * SCALE_WORDS[word]
+                    if SCALE_WORDS[word] >= 1000:
                         total, current = total + current, 0
                 i += 1
             out.append(str(total + current))
             continue
-        elif w in _SCALE_WORDS:
-            out.append(str(_SCALE_WORDS[w]))
+        elif w in SCALE_WORDS:
+            out.append(str(SCALE_WORDS[w]))
         else:
-            for phrase, op in _MULTIWORD_OPERATORS.items():
+            for phrase, op in MULTIWORD_OPERATORS.items():
                 if tuple(words[i:i + len(phrase)]) == phrase:
                     out.append(op)
                     i += len(phrase)
                     break
             else:
                 # An operator only counts between numbers ("over" and "x" are words elsewhere).
-                op = _OPERATORS.get(w)
+                op = OPERATORS.get(w)
                 nxt = words[i + 1] if i + 1 < len(words) else ""
-                near_number = out and (nxt[:1].isdigit() or nxt in _UNITS_WORDS or w == "%")
-                if op and near_number and i > 0 and (words[i - 1][:1].isdigit() or words[i - 1] in _UNITS_WORDS):
+                near_number = out and (nxt[:1].isdigit() or nxt in NUMBER_WORDS or w == "%")
+                if op and near_number and i > 0 and (words[i - 1][:1].isdigit() or words[i - 1] in NUMBER_WORDS):
                     out.append(op)
             i += 1
             continue
@@ -213,7 +109,7 @@ def _numbers(words: list[str]) -> tuple[str, ...]:
 
 
 def _is_number(word: str) -> bool:
-    return word[:1].isdigit() or word in _UNITS_WORDS
+    return word[:1].isdigit() or word in NUMBER_WORDS
 
 
 def _units(words: list[str]) -> tuple[tuple, tuple]:
@@ -241,7 +137,7 @@ def _units(words: list[str]) -> tuple[tuple, tuple]:
 
 
 def _negated(words: list[str]) -> bool:
-    count = sum(1 for w in words if w in _NEGATIONS or w.endswith(("n't", "n’t")))
+    count = sum(1 for w in words if w in NEGATIONS or w.endswith(("n't", "n’t")))
     return count % 2 == 1
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import random
 
-from ray.serve.request_router import FIFOMixin, PendingRequest, RequestRouter, RunningReplica
+from ray.serve.request_router import PendingRequest, RequestRouter, RunningReplica
 
 
 def prefix_key(prompt: str | None = None, messages: list[dict] | None = None, *, chars: int = 512) -> str | None:
@@ -36,7 +36,9 @@ def rank_by_affinity(key: str, replica_ids: list[str]) -> list[str]:
     return sorted(replica_ids, key=lambda rid: _score(key, rid), reverse=True)
 
 
-class PrefixAffinityRouter(FIFOMixin, RequestRouter):
+class PrefixAffinityRouter(RequestRouter):
+    # No FIFOMixin: it hands a chosen replica to the oldest waiting request, not to the one
+    # whose prefix chose it, which would undo the affinity. The base class matches exactly.
     async def choose_replicas(self, candidate_replicas: list[RunningReplica],
                               pending_request: PendingRequest | None = None) -> list[list[RunningReplica]]:
         if not candidate_replicas:

@@ -33,8 +33,8 @@ def catalogue():
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def backend(catalogue):
-    settings = Settings(ray_num_cpus=2, request_timeout_s=60)
+async def backend(ray_cluster, catalogue):
+    settings = Settings(request_timeout_s=60)
     b = ray_backend.RayServeBackend(settings, catalogue, engine_overrides=ENGINE, first_chunk_timeout_s=15,
                                     health_poll_s=0.2, min_replicas=1, max_replicas=1, standby=0,
                                     num_cpus=0.25, health_check_period_s=1.0, env={"OMP_NUM_THREADS": "1"})
@@ -172,7 +172,7 @@ async def test_failing_canary_leaves_rotation(backend, catalogue):
 
 async def test_gateway_end_to_end_on_the_pool(backend, catalogue, tmp_path):
     """The real gateway (OpenAI routes, admin routes) over this pool. Runs last: the app's
-    shutdown stops the backend."""
+    shutdown stops the backend (the session's Ray stays up)."""
     from gateway.main import create_app
     from tests.gateway.support import ADMIN_KEY, make_tenant, migrate_and_seed
 

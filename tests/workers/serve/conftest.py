@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One small local Ray instance for every Ray test of the session, shut down at the end."""
+    ray = pytest.importorskip("ray")
+    from ray import serve
+
+    ray.init(num_cpus=2, include_dashboard=False, namespace="tollgate", log_to_driver=False)
+    yield ray
+    serve.shutdown()
+    ray.shutdown()

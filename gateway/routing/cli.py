@@ -12,6 +12,7 @@ import sys
 
 import httpx
 
+from gateway.security.admin_key import admin_key_path, read_admin_key
 from gateway.settings import Settings
 
 
@@ -69,15 +70,11 @@ def _request(args: argparse.Namespace) -> tuple[str, str, dict | None]:
 
 
 def _admin_key(args: argparse.Namespace, settings: Settings) -> str:
-    if args.admin_key:
-        return args.admin_key
-    if settings.admin_key:
-        return settings.admin_key
-    path = settings.data_dir / "admin_key"
-    if not path.exists():
+    key = args.admin_key or read_admin_key(settings)
+    if not key:
         raise SystemExit(f"no admin key: pass --admin-key, set TOLLGATE_ADMIN_KEY, or start the gateway "
-                         f"once to create {path}")
-    return path.read_text().strip()
+                         f"once to create {admin_key_path(settings)}")
+    return key
 
 
 def _show(data: dict) -> None:

@@ -102,3 +102,13 @@ def test_cli(client, capsys):
     assert rc == 2 and "integer" in err
     rc, out, _ = run_cli(client, capsys, "audit", "--alias", "chat")
     assert rc == 0 and '"action": "promote"' in out
+
+
+def test_cli_reads_the_generated_admin_key_or_says_where_it_lives(client, capsys, tmp_path):
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["routes", "list"])
+    with pytest.raises(SystemExit, match="admin_key"):
+        args.handler(args, Settings(data_dir=tmp_path, admin_key=""), client=client)
+    (tmp_path / "admin_key").write_text(KEY + "\n")
+    assert args.handler(args, Settings(data_dir=tmp_path, admin_key=""), client=client) == 0

@@ -168,6 +168,8 @@ class Router:
             # Re-check the invariants whatever built the route (policy helpers included).
             new = make_route(alias, new.weights, new.fallbacks, new.stable,
                              versions=self._versions, names=self._names)
+            if new == current and actor == AUTO_ROLLBACK_ACTOR:
+                return current  # already rolled back (two verdicts raced): nothing to record
             self._store.save(new, AuditEntry(actor, action, alias, current.to_dict(), new.to_dict(), reason))
             self._routes = {**self._routes, alias: new}
         # Outcomes from before a change say little about a version brought (back) into rotation.

@@ -14,7 +14,7 @@ from dataclasses import asdict
 
 import ray
 from ray import serve
-from ray.exceptions import RayActorError, RayError, RayTaskError
+from ray.exceptions import RayError, RayTaskError
 from ray.serve.exceptions import BackPressureError, RayServeException
 
 from gateway.catalogue import Catalogue
@@ -152,9 +152,10 @@ class RayServeBackend:
             await asyncio.sleep(self._health_poll_s)
             try:
                 await self._refresh_health()
-            except (RayError, RayServeException) as e:
-                # The controller is briefly unreachable: keep the last view, say so, poll again.
-                log.warning("ray backend: health poll failed: %s", e)
+            except Exception:
+                # A supervisor loop: a failed poll (the controller briefly unreachable, say) keeps
+                # the last view; it is logged with its traceback and the next poll tries again.
+                log.exception("ray backend: health poll failed")
 
     # -- generation ----------------------------------------------------------------------
 
@@ -195,7 +196,7 @@ class RayServeBackend:
                 if isinstance(e, ValueError):
                     raise ValueError(str(e.cause)) from e
                 raise VersionUnavailable(f"{version}: {e}") from e
-            except (RayActorError, RayError, RayServeException) as e:
+            except (RayError, RayServeException) as e:
                 self._lost_replica(version)
                 raise VersionUnavailable(f"{version}: replica lost before the first token: {e}") from e
             chunk = first

@@ -81,3 +81,10 @@ def test_disabled_policy_never_rolls_back(catalogue, clock):
     for _ in range(50):
         router.observe(BF16, ok=False, ttft_s=None, latency_s=0.01)
     assert router.route("chat")["weights"][BF16] == 10
+
+
+def test_a_rolled_back_canary_is_audited_once(catalogue, clock):
+    router = Router(catalogue, rollback=RollbackPolicy(min_samples=3), clock=clock)
+    for _ in range(10):
+        router.observe(BF16, ok=False, ttft_s=None, latency_s=0.01)
+    assert [e.action for e in router.audit()] == ["auto-rollback"]

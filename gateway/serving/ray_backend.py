@@ -182,21 +182,27 @@ class RayServeBackend:
         gen = handle.options(stream=True).generate.remote(payload, prefix_key=prefix_key)
         deadline = time.monotonic() + self._settings.request_timeout_s
         sent = prompt_tokens = 0
-        finished = False
+        # finished: the stream completed; settled: it ended in an error that already closed it
+        # (cancelling a refused or failed request would only raise its error again).
+        finished = settled = False
         try:
             try:
                 first = await asyncio.wait_for(gen.__anext__(), self._first_chunk_timeout_s)
             except StopAsyncIteration:
+                settled = True
                 raise VersionUnavailable(f"{version}: the replica ended the stream without output") from None
             except TimeoutError:
                 raise VersionOverloaded(f"{version}: no first token within {self._first_chunk_timeout_s:g}s") from None
             except BackPressureError as e:
+                settled = True
                 raise VersionOverloaded(f"{version}: {e}") from e
             except RayTaskError as e:
+                settled = True
                 if isinstance(e, ValueError):
                     raise ValueError(str(e.cause)) from e
                 raise VersionUnavailable(f"{version}: {e}") from e
             except (RayError, RayServeException) as e:
+                settled = True
                 self._lost_replica(version)
                 raise VersionUnavailable(f"{version}: replica lost before the first token: {e}") from e
             chunk = first
@@ -209,15 +215,17 @@ class RayServeBackend:
                 try:
                     chunk = await asyncio.wait_for(gen.__anext__(), max(0.0, deadline - time.monotonic()))
                 except StopAsyncIteration:
+                    settled = True
                     raise ReplicaLost(f"{version}: stream ended without a finish reason", version=version,
                                       prompt_tokens=prompt_tokens, completion_tokens=sent) from None
                 except TimeoutError:
                     raise ReplicaLost(f"{version}: timed out after {self._settings.request_timeout_s:g}s",
                                       version=version, prompt_tokens=prompt_tokens, completion_tokens=sent) from None
                 except (RayError, RayServeException) as e:
+                    settled = True
                     self._lost_replica(version)
                     raise ReplicaLost(f"{version}: replica lost mid-stream after {sent} tokens: {e}",
                                       version=version, prompt_tokens=prompt_tokens, completion_tokens=sent) from e
         finally:
-            if not finished:
+            if not (finished or settled):
                 gen.cancel()  # the replica's generator is cancelled; the engine aborts and frees blocks

@@ -25,6 +25,7 @@ from workers.engine.input_processor import InputProcessor
 from workers.sampling_params import SamplingParams
 from workers.serve.app import app_name, deploy, versions_from_catalogue
 from workers.serve.config import VersionServeConfig
+from workers.serve.health import VersionHealth
 from workers.serve.prefix_router import prefix_key
 from workers.serve.tokenizer import load_tokenizer
 
@@ -55,11 +56,7 @@ class RayServeBackend:
         self._health_poll_s = health_poll_s
         self._handles: dict[str, serve.handle.DeploymentHandle] = {}
         self._inputs: dict[str, InputProcessor] = {}
-        self._healthy: dict[str, bool] = {}
-        self._running: dict[str, int] = {}  # RUNNING replicas per version, as last polled
-        # A version whose replica was just lost, until Serve's status shows it: (when, running then).
-        self._suspect: dict[str, tuple[float, int]] = {}
-        self._suspect_grace_s = 15.0
+        self._health = VersionHealth()
         self._poller: asyncio.Task | None = None
         self._started_ray = False
 
@@ -116,7 +113,7 @@ class RayServeBackend:
 
     async def health(self) -> dict[str, bool]:
         await self._refresh_health()
-        return dict(self._healthy)
+        return self._health.snapshot()
 
     async def describe(self, version: str) -> dict:
         """One replica's own view (version, replica id, pid, max_model_len): for operators and tests."""
@@ -127,25 +124,12 @@ class RayServeBackend:
 
     async def _refresh_health(self) -> None:
         status = await asyncio.to_thread(serve.status)
-        now = time.monotonic()
+        running = {}
         for version in self._configs:
             app = status.applications.get(app_name(version))
             deployments = app.deployments.values() if app is not None else []
-            running = sum(d.replica_states.get("RUNNING", 0) for d in deployments)
-            self._running[version] = running
-            if version in self._suspect:
-                since, running_then = self._suspect[version]
-                if running < running_then or now - since > self._suspect_grace_s:
-                    del self._suspect[version]  # Serve has seen the loss (or it was transient)
-                else:
-                    running -= 1  # Serve still counts the lost replica: do not route to it
-            self._healthy[version] = running > 0
-
-    def _lost_replica(self, version: str) -> None:
-        """A replica of `version` died under us. Serve's status lags the death by a moment;
-        until it catches up, count one replica fewer so a lone replica's version fails over."""
-        self._suspect[version] = (time.monotonic(), self._running.get(version, 0))
-        self._healthy[version] = self._running.get(version, 0) - 1 > 0
+            running[version] = sum(d.replica_states.get("RUNNING", 0) for d in deployments)
+        self._health.update(running, time.monotonic())
 
     async def _poll_health(self) -> None:
         while True:
@@ -176,7 +160,7 @@ class RayServeBackend:
             raise VersionUnavailable(f"version {version!r} is not deployed")
         SamplingParams(max_tokens=request.max_tokens, temperature=request.temperature, top_p=request.top_p,
                        top_k=request.top_k, seed=request.seed, stop=list(request.stop))  # ValueError: a 400
-        if not self._healthy.get(version, False):
+        if not self._health.healthy(version):
             raise VersionUnavailable(f"version {version!r} has no ready replica")
         payload = asdict(request)
         gen = handle.options(stream=True).generate.remote(payload, prefix_key=prefix_key)
@@ -203,7 +187,7 @@ class RayServeBackend:
                 raise VersionUnavailable(f"{version}: {e}") from e
             except (RayError, RayServeException) as e:
                 settled = True
-                self._lost_replica(version)
+                self._health.lost(version, time.monotonic())
                 raise VersionUnavailable(f"{version}: replica lost before the first token: {e}") from e
             chunk = first
             while True:
@@ -223,7 +207,7 @@ class RayServeBackend:
                                       version=version, prompt_tokens=prompt_tokens, completion_tokens=sent) from None
                 except (RayError, RayServeException) as e:
                     settled = True
-                    self._lost_replica(version)
+                    self._health.lost(version, time.monotonic())
                     raise ReplicaLost(f"{version}: replica lost mid-stream after {sent} tokens: {e}",
                                       version=version, prompt_tokens=prompt_tokens, completion_tokens=sent) from e
         finally:

@@ -90,8 +90,8 @@ class Services:
     backend: ModelBackend
     router: Router
     metrics: Metrics
-    embedder: object | None = None  # gateway.embedding.embedder.Embedder when embeddings are on
-    cache: object | None = None  # the semantic cache, once wired
+    embedder: object | None = None  # gateway.embedding.embedder.Embedder, for /v1/embeddings and the cache
+    cache: object | None = None  # gateway.cache.SemanticCache when settings.cache_enabled
     drain: Drain = field(default_factory=Drain)
     started_at: float = field(default_factory=time.time)
 
@@ -128,14 +128,39 @@ class Services:
         try:
             await self.backend.start()
         except BaseException:
-            await self.ledger.close()
-            await self.limiter.stop()
+            await self._unwind()
             raise
-        if self.embedder is None and self.settings.embeddings_enabled and self.catalogue.embeddings:
-            from gateway.embedding.embedder import Embedder
+        try:
+            await self._start_cache()
+        except BaseException:
+            try:
+                await self.backend.stop()
+            finally:
+                await self._unwind()
+            raise
+        log.info("gateway started", extra={"versions": [v.name for v in self.backend.versions()],
+                                           "semantic_cache": self.cache is not None})
 
-            self.embedder = await asyncio.to_thread(Embedder)
-        log.info("gateway started", extra={"versions": [v.name for v in self.backend.versions()]})
+    async def _unwind(self) -> None:
+        await self.ledger.close()
+        await self.limiter.stop()
+
+    async def _start_cache(self) -> None:
+        """Load the one embedder (/v1/embeddings and the cache share it), then the cache's entries."""
+        settings = self.settings
+        wants_embeddings = settings.embeddings_enabled and bool(self.catalogue.embeddings)
+        if self.embedder is None and (wants_embeddings or settings.cache_enabled):
+            from gateway.embedding.embedder import Embedder, EmbedderConfig
+
+            config = EmbedderConfig(dtype=settings.embedder_dtype)
+            self.embedder = await asyncio.to_thread(Embedder, config)
+        if settings.cache_enabled:
+            from gateway.cache import CacheConfig, CacheMetrics, CacheRepository, SemanticCache
+
+            self.cache = SemanticCache(
+                self.embedder, CacheConfig(), repository=CacheRepository(self.database.engine),
+                metrics=CacheMetrics(self.metrics.registry), savings=cache_savings(self.prices))
+            await self.cache.load()
 
     async def stop(self) -> None:
         """Stop admitting, let in-flight generations finish (bounded), then flush the ledger."""
@@ -155,6 +180,16 @@ class Services:
     def model_of(self, version: str) -> str:
         """The priced model behind a version name ("smollm2-135m-instruct@fp32" -> its model)."""
         return version.partition("@")[0]
+
+
+def cache_savings(prices: PriceBook):
+    """A hit's saving: what generating would have cost minus what the hit is billed (cache prices)."""
+    def saved(model: str, prompt_tokens: int, completion_tokens: int) -> float:
+        full = prices.cost(model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        hit = prices.cost(model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                          cached_tokens=prompt_tokens, cache_hit=True)
+        return float(full - hit)
+    return saved
 
 
 def _month_usage(database: Database):

@@ -28,8 +28,8 @@ async def create_embeddings(principal: TenantDep, body: EmbeddingBody, services:
         raise model_not_found(body.model)
     if not key_allows_model(principal, body.model):
         raise permission_denied(f"This API key may not use the model `{body.model}`.")
-    embedder = services.embedder
-    if embedder is None:
+    embedder = services.embedder  # loaded for the semantic cache too, so ask the setting
+    if embedder is None or not services.settings.embeddings_enabled:
         raise no_capacity("Embeddings are not enabled on this gateway.")
     inputs = body.inputs()
     tokens = await asyncio.to_thread(embedder.count_tokens, inputs)

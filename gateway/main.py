@@ -6,6 +6,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from gateway.api import admin, ops, v1
+from gateway.api.admin.cache import router as admin_cache
 from gateway.api.admin.routes import router as admin_routes
 from gateway.api.errors import install_error_handlers
 from gateway.observability.logging import configure_logging
@@ -37,4 +38,5 @@ def create_app(settings: Settings | None = None, *, backend: ModelBackend | None
     app.include_router(ops.router)
     app.include_router(admin.router)
     app.include_router(admin_routes)
+    app.include_router(admin_cache)
     return app

@@ -12,8 +12,11 @@ from gateway.cache.semantic_cache import SemanticCache
 router = APIRouter(prefix="/admin/tenants", tags=["admin"])
 
 
-def get_cache(request: Request) -> SemanticCache:
-    return request.app.state.services.cache
+def get_cache(request: Request, _: AdminDep) -> SemanticCache:
+    cache = request.app.state.services.cache
+    if cache is None:
+        raise not_found("The semantic cache is not enabled on this gateway (TOLLGATE_CACHE_ENABLED).")
+    return cache
 
 
 CacheDep = Annotated[SemanticCache, Depends(get_cache)]

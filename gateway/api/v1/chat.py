@@ -8,7 +8,8 @@ from fastapi import APIRouter, Request
 from gateway.api.deps import TenantDep
 from gateway.services import AppServices
 from gateway.api.v1.body import ChatBody
-from gateway.api.v1.generation import Job, Run, admit, respond, response_id
+from gateway.api.v1.cached import consult, keeper, replay, reserve_hit
+from gateway.api.v1.generation import Job, Run, reserve, respond, response_id, screen
 from gateway.api.v1.headers import PinHeader, SessionHeader
 from gateway.schemas.openai import (AssistantMessage, ChatChoice, ChatCompletion, ChatCompletionChunk,
                                     ChunkChoice, Delta)
@@ -21,7 +22,7 @@ class ChatFormat:
         self.run, self.id, self.created = run, response_id(run, "chatcmpl"), int(time.time())
 
     def _chunk(self, choices: list[ChunkChoice], usage=None) -> ChatCompletionChunk:
-        return ChatCompletionChunk(id=self.id, created=self.created, model=self.run.version, choices=choices,
+        return ChatCompletionChunk(id=self.id, created=self.created, model=self.run.served_as, choices=choices,
                                    usage=usage)
 
     def opening(self) -> ChatCompletionChunk:
@@ -34,13 +35,19 @@ class ChatFormat:
         return self._chunk([], usage=self.run.usage())
 
     def complete(self, text: str, finish_reason: str | None) -> ChatCompletion:
-        return ChatCompletion(id=self.id, created=self.created, model=self.run.version, usage=self.run.usage(),
+        return ChatCompletion(id=self.id, created=self.created, model=self.run.served_as, usage=self.run.usage(),
                               choices=[ChatChoice(message=AssistantMessage(content=text), finish_reason=finish_reason)])
 
 
 @router.post("/chat/completions")
 async def chat_completions(principal: TenantDep, body: ChatBody, services: AppServices, request: Request,
                            pin: PinHeader = None, session: SessionHeader = None):
-    """Create a chat completion, whole or streamed as server-sent events."""
-    run = await admit(services, principal, request.state.request_id, Job.from_chat(body), pin=pin, session=session)
-    return await respond(run, ChatFormat)
+    """Create a chat completion, whole or streamed as SSE; replayed from the semantic cache on a hit."""
+    request_id = request.state.request_id
+    admission = screen(services, principal, request_id, Job.from_chat(body), pin=pin, session=session)
+    step = await consult(services, principal, body, admission)
+    if step.hit:
+        return replay(await reserve_hit(services, principal, request_id, admission, step), ChatFormat, step.lookup)
+    run = await reserve(services, principal, request_id, admission)
+    run.cache_status = step.lookup.status
+    return await respond(run, ChatFormat, keep=keeper(services, step))

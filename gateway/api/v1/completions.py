@@ -20,7 +20,7 @@ class CompletionFormat:
         self.run, self.id, self.created = run, response_id(run, "cmpl"), int(time.time())
 
     def _make(self, text: str, finish_reason: str | None, *, usage=None, choices: bool = True) -> Completion:
-        return Completion(id=self.id, created=self.created, model=self.run.version, usage=usage,
+        return Completion(id=self.id, created=self.created, model=self.run.served_as, usage=usage,
                           choices=[CompletionChoice(text=text, finish_reason=finish_reason)] if choices else [])
 
     def opening(self) -> None:

@@ -1,8 +1,9 @@
 """The pipeline chat and completions share. Each step does one thing:
 
-    admit:   route the model -> check the key may use it -> count and validate the prompt
-             -> reserve the worst case against the limits
-    (cache:  a semantic-cache lookup slots in here, between admit and open)
+    screen:  route the model -> check the key may use it -> count and validate the prompt
+    (cache:  chat only: a semantic-cache lookup, gateway/api/v1/cached.py; a hit is replayed
+             from there and never reaches `open`)
+    reserve: the worst case against the limits (a hit: exactly the cached answer's tokens)
     open:    start the generation on the first version that can take it
     respond: collect it, or stream it as SSE (metered against the month's budget)
     finish:  settle the reservation to what was used, one ledger row, metrics, route feedback
@@ -77,24 +78,45 @@ def _or(value, default):
     return default if value is None else value
 
 
+@dataclass(slots=True, frozen=True)
+class Admission:
+    """A request that passed routing, the key's model list and validation; nothing reserved yet."""
+
+    job: Job
+    model: str  # the priced model the router chose
+    candidates: list[str]  # versions to try, in order
+    pinned: bool  # the client named the version (x-tollgate-version or a version name)
+    prompt_tokens: int
+    max_tokens: int
+    started: float  # perf_counter at arrival
+
+
 class Run:
     """One admitted request: what it reserved, which version serves it, what it has produced.
     `finish` runs exactly once, whatever way the request ends."""
 
-    def __init__(self, services: Services, principal, request_id: str, job: Job, candidates: list[str],
-                 prompt_tokens: int, max_tokens: int, reservation: Reservation, started: float) -> None:
-        self.svc, self.principal, self.request_id, self.job = services, principal, request_id, job
-        self.candidates, self.max_tokens, self.reservation = candidates, max_tokens, reservation
-        self.started = started
-        self.deadline = started + services.settings.request_timeout_s
+    def __init__(self, services: Services, principal, request_id: str, admission: Admission,
+                 reservation: Reservation) -> None:
+        self.svc, self.principal, self.request_id, self.job = services, principal, request_id, admission.job
+        self.model, self.candidates = admission.model, admission.candidates
+        self.max_tokens, self.reservation = admission.max_tokens, reservation
+        self.started = admission.started
+        self.deadline = admission.started + services.settings.request_timeout_s
         self.version: str | None = None
-        self.prompt_tokens = prompt_tokens
+        self.prompt_tokens = admission.prompt_tokens
         self.completion_tokens = 0
         self.cached_tokens = 0
         self.produced = False
+        self.cache_hit = False
+        self.cache_status, self.cache_score = "bypass", None  # x-tollgate-cache[-score]
         self.ttft_s: float | None = None
         self._finished = False
         services.drain.enter()
+
+    @property
+    def served_as(self) -> str:
+        """The version that generated the answer, or the model for a cache hit."""
+        return self.version or self.model
 
     def remaining_s(self) -> float:
         return max(0.0, self.deadline - time.perf_counter())
@@ -104,6 +126,13 @@ class Run:
         self.version, self.produced = version, True
         self.ttft_s = time.perf_counter() - self.started
         self.prompt_tokens, self.cached_tokens = first.prompt_tokens, first.cached_tokens
+
+    def replayed(self, completion_tokens: int, score: float | None) -> None:
+        """The semantic cache answered: billed, at the model's cache prices, with every prompt
+        token counted as cached (this request's prompt, not the stored question's)."""
+        self.produced, self.cache_hit = True, True
+        self.completion_tokens, self.cached_tokens = completion_tokens, self.prompt_tokens
+        self.cache_status, self.cache_score = "hit", score
 
     def observe(self, chunk: GenerationChunk) -> None:
         """`chunk` was (or is about to be) handed to the client."""
@@ -138,18 +167,19 @@ class Run:
         try:
             # Settling only returns unused tokens to the limits: the client need not wait for it.
             svc.drain.spawn(svc.limiter.settle(self.reservation, self.billed_tokens))
-            model = svc.model_of(self.version) if self.version else self.job.model
+            model = svc.model_of(self.version) if self.version else self.model
             if self.produced:
                 svc.ledger.record(UsageRecord(
                     request_id=self.request_id, tenant_id=self.principal.tenant_id,
                     key_id=self.principal.key_id, endpoint=self.job.endpoint, model=model,
                     version=self.version, prompt_tokens=self.prompt_tokens,
                     completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
-                    cache_hit=False, latency_ms=round(latency_s * 1000, 3),
+                    cache_hit=self.cache_hit, latency_ms=round(latency_s * 1000, 3),
                     ttft_ms=None if self.ttft_s is None else round(self.ttft_s * 1000, 3),
                     status=status, created_at=datetime.now(UTC)))
                 cost = svc.prices.cost(model, prompt_tokens=self.prompt_tokens,
-                                       completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens)
+                                       completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
+                                       cache_hit=self.cache_hit)
                 svc.metrics.record_usage(self.principal.tenant_id, model, prompt=self.prompt_tokens,
                                          completion=self.completion_tokens, cached=self.cached_tokens,
                                          cost=float(cost))
@@ -162,6 +192,7 @@ class Run:
         finally:
             svc.drain.leave()
             log.info("generation finished", extra={"status": status, "version": self.version,
+                                                   "cache": self.cache_status,
                                                    "prompt_tokens": self.prompt_tokens,
                                                    "completion_tokens": self.completion_tokens})
 
@@ -171,6 +202,14 @@ _HEALTHY = {"ok", "aborted", "truncated"}  # outcomes that say nothing bad about
 
 async def admit(svc: Services, principal, request_id: str, job: Job, *, pin: str | None,
                 session: str | None) -> Run:
+    """Screen, then reserve the worst case: the whole pipeline's front for uncached requests."""
+    admission = screen(svc, principal, request_id, job, pin=pin, session=session)
+    return await reserve(svc, principal, request_id, admission)
+
+
+def screen(svc: Services, principal, request_id: str, job: Job, *, pin: str | None,
+           session: str | None) -> Admission:
+    """Everything a request must pass before it may cost anything; raises the client's error."""
     started = time.perf_counter()
     if not svc.drain.accepting:
         raise no_capacity("The gateway is shutting down; retry on another instance.")
@@ -192,13 +231,28 @@ async def admit(svc: Services, principal, request_id: str, job: Job, *, pin: str
     except ValueError as e:
         raise invalid_request(str(e), param="messages" if job.messages is not None else "prompt") from None
     max_tokens = _max_tokens(job, prompt_tokens, loaded[counting].max_model_len, svc.settings.default_max_tokens)
-    est = prompt_tokens + max_tokens
+    return Admission(job, decision.model, decision.candidates, decision.pinned, prompt_tokens, max_tokens, started)
+
+
+async def reserve(svc: Services, principal, request_id: str, admission: Admission, *,
+                  completion_tokens: int | None = None) -> Run:
+    """Charge the request against RPM, TPM and the month's budget.
+
+    Generating reserves the worst case (prompt + max_tokens; a stream may start on less budget
+    and meter the rest). A cache hit passes `completion_tokens`, the cached answer's: its cost
+    is known, so it reserves exactly that, all of it up front."""
+    prompt_tokens = admission.prompt_tokens
+    if completion_tokens is None:
+        est = prompt_tokens + admission.max_tokens
+        least = prompt_tokens + 1 if admission.job.stream else None
+    else:
+        est, least = prompt_tokens + completion_tokens, None
     try:
-        reservation = await svc.limiter.reserve(principal, est, min_tokens=prompt_tokens + 1 if job.stream else None)
+        reservation = await svc.limiter.reserve(principal, est, min_tokens=least)
     except APIError as e:
         svc.metrics.rejections.labels(principal.tenant_id, e.code or e.type).inc()
         raise
-    return Run(svc, principal, request_id, job, decision.candidates, prompt_tokens, max_tokens, reservation, started)
+    return Run(svc, principal, request_id, admission, reservation)
 
 
 def _max_tokens(job: Job, prompt_tokens: int, max_model_len: int, default: int) -> int:
@@ -263,15 +317,23 @@ class Format(Protocol):
     def complete(self, text: str, finish_reason: str | None) -> BaseModel: ...
 
 
+# Told of every generation that ran to an end of its own: (run, the whole text, finish_reason).
+# Must not block: the response is still being sent.
+Keep = Callable[[Run, str, str | None], None]
+
+
 def response_id(run: Run, prefix: str) -> str:
     return f"{prefix}-{run.request_id.removeprefix('req_')}"
 
 
-def _headers(run: Run) -> dict[str, str]:
-    return {**run.reservation.headers, "x-tollgate-model": run.version or ""}
+def headers(run: Run) -> dict[str, str]:
+    out = {**run.reservation.headers, "x-tollgate-model": run.served_as, "x-tollgate-cache": run.cache_status}
+    if run.cache_score is not None:
+        out["x-tollgate-cache-score"] = f"{run.cache_score:.4f}"
+    return out
 
 
-async def respond(run: Run, fmt_factory: Callable[[Run], Format]):
+async def respond(run: Run, fmt_factory: Callable[[Run], Format], *, keep: Keep | None = None):
     """Open the generation, then answer it whole or as a stream; the run is finished either way."""
     try:
         stream, first = await open_generation(run)
@@ -280,9 +342,9 @@ async def respond(run: Run, fmt_factory: Callable[[Run], Format]):
         raise
     fmt = fmt_factory(run)
     if run.job.stream:
-        return StreamingResponse(_sse(run, stream, first, fmt), media_type="text/event-stream",
-                                 headers={**_headers(run), "cache-control": "no-cache"})
-    return await _collect(run, stream, first, fmt)
+        return StreamingResponse(_sse(run, stream, first, fmt, keep), media_type="text/event-stream",
+                                 headers={**headers(run), "cache-control": "no-cache"})
+    return await _collect(run, stream, first, fmt, keep)
 
 
 def _status_of(e: BaseException) -> str:
@@ -291,7 +353,8 @@ def _status_of(e: BaseException) -> str:
     return "aborted" if isinstance(e, asyncio.CancelledError) else "error"
 
 
-async def _collect(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk, fmt: Format):
+async def _collect(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk, fmt: Format,
+                   keep: Keep | None):
     parts, finish_reason, status = [first.text], first.finish_reason, "error"
     run.observe(first)
     try:
@@ -309,31 +372,39 @@ async def _collect(run: Run, stream: AsyncIterator[GenerationChunk], first: Gene
         with anyio.CancelScope(shield=True):
             await stream.aclose()
         run.finish(status)
-    return JSONResponse(fmt.complete("".join(parts), finish_reason).model_dump(mode="json"), headers=_headers(run))
+    text = "".join(parts)
+    if keep is not None:
+        keep(run, text, finish_reason)
+    return JSONResponse(fmt.complete(text, finish_reason).model_dump(mode="json"), headers=headers(run))
 
 
-def _event(payload: BaseModel | dict) -> str:
+def sse_event(payload: BaseModel | dict) -> str:
     body = payload.model_dump_json() if isinstance(payload, BaseModel) else json.dumps(payload)
     return f"data: {body}\n\n"
 
 
-async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk, fmt: Format):
+async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk, fmt: Format,
+               keep: Keep | None):
     status, error = "aborted", None  # "aborted" until the stream reaches an end of its own
     chunk: GenerationChunk | None = first
+    parts: list[str] = []
     try:
         opening = fmt.opening()
         if opening is not None:
-            yield _event(opening)
+            yield sse_event(opening)
         try:
             while chunk is not None:
                 if not await run.within_budget(chunk):
                     status, error = "truncated", _quota_ran_out()
                     break
                 run.observe(chunk)
+                parts.append(chunk.text)
                 if chunk.text or chunk.finish_reason:
-                    yield _event(fmt.delta(chunk.text, chunk.finish_reason))
+                    yield sse_event(fmt.delta(chunk.text, chunk.finish_reason))
                 if chunk.finish_reason is not None:
                     status = "ok"
+                    if keep is not None:
+                        keep(run, "".join(parts), chunk.finish_reason)
                     break
                 async with asyncio.timeout(run.remaining_s()):
                     chunk = await anext(stream, None)
@@ -350,9 +421,9 @@ async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: Generati
         # Usage first: an SDK stops reading at an error event, and the client should still
         # learn what it is billed for.
         if run.job.include_usage:
-            yield _event(fmt.usage_chunk())
+            yield sse_event(fmt.usage_chunk())
         if error is not None:
-            yield _event(error.body())
+            yield sse_event(error.body())
         yield "data: [DONE]\n\n"
     finally:
         # Runs on a normal end, and when the client leaves (the task is cancelled): abort the

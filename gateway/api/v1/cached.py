@@ -1,0 +1,119 @@
+"""The semantic cache in the chat pipeline: look up after screening, replay a hit, keep a fresh answer.
+
+A hit never reaches the engine. It is still a billed request: RPM, TPM and the month's budget
+are charged exactly its tokens (this request's prompt plus the cached completion; max_tokens
+does not matter, the answer's length is known), and one ledger row with cache_hit=True and
+every prompt token cached prices it at the model's cache prices.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from gateway.api.v1.generation import Admission, Format, Keep, Run, headers, reserve, sse_event
+from gateway.cache import CacheLookup, CacheRequest, SemanticCache, TenantCachePolicy
+from gateway.cache.from_chat import cache_request, tenant_policy
+from gateway.schemas.openai import ChatCompletionRequest
+from gateway.services import Services
+
+log = logging.getLogger("tollgate.cache")
+
+_WORDS = re.compile(r"\S+\s*|\s+")  # a replayed stream's pieces; joined they are the text again
+
+
+@dataclass(slots=True, frozen=True)
+class CacheStep:
+    """What the cache said about one request, and what storing its answer needs."""
+
+    lookup: CacheLookup
+    request: CacheRequest | None = None  # None: the cache was not consulted
+    policy: TenantCachePolicy | None = None
+
+    @property
+    def hit(self) -> bool:
+        return self.lookup.status == "hit" and self.lookup.entry is not None
+
+
+def key_of(tenant_id: str, body: ChatCompletionRequest, admission: Admission) -> CacheRequest:
+    """The body's cache request, keyed on the priced model the router chose (so an alias and
+    its model share answers); a pinned version keeps its own answers."""
+    request = cache_request(tenant_id, body)
+    extra = dict(request.extra_params or {})
+    if admission.pinned:
+        extra["version"] = admission.candidates[0]
+    return dataclasses.replace(request, model=admission.model, extra_params=extra or None)
+
+
+async def consult(svc: Services, principal, body: ChatCompletionRequest, admission: Admission) -> CacheStep:
+    cache: SemanticCache | None = svc.cache
+    if cache is None:
+        return CacheStep(CacheLookup("bypass", reason="off"))
+    request = key_of(principal.tenant_id, body, admission)
+    policy = tenant_policy(cache.config, principal)
+    try:
+        lookup = await cache.lookup(request, policy)
+    except Exception:
+        # The cache only saves work: a broken one must not fail the request; generate instead.
+        log.exception("semantic cache lookup failed; generating", extra={"tenant": principal.tenant_id})
+        return CacheStep(CacheLookup("bypass", reason="error"))
+    return CacheStep(lookup, request, policy)
+
+
+async def reserve_hit(svc: Services, principal, request_id: str, admission: Admission, step: CacheStep) -> Run:
+    """Charge the limits for the cached answer (429s like any request) and mark the run a hit."""
+    answer = step.lookup.entry
+    run = await reserve(svc, principal, request_id, admission, completion_tokens=answer.completion_tokens)
+    run.replayed(answer.completion_tokens, step.lookup.score)
+    return run
+
+
+def keeper(svc: Services, step: CacheStep) -> Keep | None:
+    """Store a miss's answer once it is complete, off the response path (shutdown drains it).
+    The cache itself refuses what must not be replayed (finish_reason other than "stop")."""
+    if step.request is None or step.lookup.status != "miss":
+        return None
+    cache, request, policy = svc.cache, step.request, step.policy
+
+    def keep(run: Run, text: str, finish_reason: str | None) -> None:
+        if finish_reason is None or run.version is None or svc.model_of(run.version) != request.model:
+            return  # no answer, or a fallback to another model gave it: not this model's to keep
+        svc.drain.spawn(cache.store(request, policy, text, run.prompt_tokens, run.completion_tokens,
+                                    finish_reason))
+    return keep
+
+
+def replay(run: Run, fmt_factory: Callable[[Run], Format], lookup: CacheLookup):
+    """The cached answer, whole or as a stream of the same chunks a generation sends."""
+    answer, fmt = lookup.entry, fmt_factory(run)
+    if run.job.stream:
+        return StreamingResponse(_replay_sse(run, fmt, answer.text, answer.finish_reason),
+                                 media_type="text/event-stream", headers={**headers(run), "cache-control": "no-cache"})
+    try:
+        body = fmt.complete(answer.text, answer.finish_reason).model_dump(mode="json")
+    except BaseException:
+        run.finish("error")
+        raise
+    run.finish("ok")
+    return JSONResponse(body, headers=headers(run))
+
+
+async def _replay_sse(run: Run, fmt: Format, text: str, finish_reason: str):
+    status = "aborted"  # until the last piece is out
+    try:
+        opening = fmt.opening()
+        if opening is not None:
+            yield sse_event(opening)
+        pieces = _WORDS.findall(text) or [""]
+        for i, piece in enumerate(pieces):
+            yield sse_event(fmt.delta(piece, finish_reason if i == len(pieces) - 1 else None))
+        status = "ok"
+        if run.job.include_usage:
+            yield sse_event(fmt.usage_chunk())
+        yield "data: [DONE]\n\n"
+    finally:
+        run.finish(status)

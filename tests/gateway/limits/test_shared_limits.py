@@ -130,7 +130,7 @@ async def test_rpm_is_shared_by_two_processes(two_gateways, pg_url):
 async def test_budget_holds_in_process(tmp_path, gw_catalogue):
     url = f"sqlite:///{tmp_path / 'tollgate.db'}"
     migrate_and_seed(url, gw_catalogue)
-    settings = gateway_settings(tmp_path, url, embeddings_enabled=False)
+    settings = gateway_settings(tmp_path, url, embeddings_enabled=False, cache_enabled=False)
     tenant_id, key = make_tenant(url, monthly_token_budget=100)
     with LiveServer(create_app(settings, backend=CannedBackend(tokens=8, delay_s=0.002))) as server:
         results = await _storm([server.url], key, 200)

@@ -14,7 +14,8 @@ MESSAGES = [{"role": "user", "content": "Say hi."}]
 @pytest.fixture(scope="module")
 def client(real_gateway):
     server, settings = real_gateway
-    _, key = make_tenant(settings.resolved_database_url)
+    # These tests are about the engine's answers: the semantic cache must not answer for it.
+    _, key = make_tenant(settings.resolved_database_url, cache_enabled=False)
     return OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0)
 
 

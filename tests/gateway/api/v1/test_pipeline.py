@@ -29,7 +29,7 @@ def db(tmp_path_factory, gw_catalogue):
 
 def serve(db, backend: CannedBackend, **settings) -> LiveServer:
     tmp, url = db
-    return LiveServer(create_app(gateway_settings(tmp, url, embeddings_enabled=False, **settings), backend=backend))
+    return LiveServer(create_app(gateway_settings(tmp, url, embeddings_enabled=False, cache_enabled=False, **settings), backend=backend))
 
 
 def events(raw: str) -> list:

@@ -257,3 +257,63 @@ def test_real_model_repeat_through_the_sdk(real_gateway, monkeypatch):
     rows = wait_usage_rows(settings.resolved_database_url, tenant_id, 3)
     assert [r.cache_hit for r in rows] == [False, True, True]
     assert rows[0].version == FP32
+
+
+class SlowEmbedder:
+    """The real embedder, `delay_s` slower per query: keeps a store in flight long enough to see
+    what shutdown does with it."""
+
+    def __init__(self, inner, delay_s: float) -> None:
+        self.inner, self.delay_s, self.dim = inner, delay_s, inner.dim
+
+    def embed_one(self, text: str):
+        time.sleep(self.delay_s)
+        return self.inner.embed_one(text)
+
+
+async def test_a_store_in_flight_at_shutdown_lands_and_the_next_process_serves_it(server, db):
+    tmp, url = db
+    embedder = server.server.config.app.state.services.embedder
+    tenant_id, key = make_tenant(url)
+    question = ask("How many bytes are in a kibibyte?")
+    backend = CannedBackend(tokens=8)
+    app = create_app(gateway_settings(tmp, url), backend=backend, embedder=SlowEmbedder(embedder, 1.0))
+    async with app.router.lifespan_context(app), httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://gateway", timeout=30) as http:
+        r = await http.post("/v1/chat/completions", json=question, headers={"Authorization": f"Bearer {key}"})
+        assert r.headers["x-tollgate-cache"] == "miss"
+        # Shut down at once: the answer is still being embedded for the cache.
+    assert len(persisted(url, tenant_id)) == 1  # shutdown waited for it
+
+    with LiveServer(create_app(gateway_settings(tmp, url), backend=backend, embedder=embedder)) as second:
+        assert stats(second, tenant_id)["entries"] == 1  # re-indexed at start-up
+        assert chat(second, key, question).headers["x-tollgate-cache"] == "hit"
+    assert len(backend.served) == 1
+
+
+def persisted(url: str, tenant_id: str) -> list:
+    from sqlalchemy import select
+
+    from gateway.cache.table import SemanticCacheEntryRow
+
+    database = Database(url)
+    try:
+        with database.session() as session:
+            return list(session.scalars(select(SemanticCacheEntryRow.id).where(
+                SemanticCacheEntryRow.tenant_id == tenant_id)))
+    finally:
+        database.dispose()
+
+
+def test_switched_off_the_gateway_never_caches(db):
+    tmp, url = db
+    _, key = make_tenant(url)
+    backend = CannedBackend(tokens=8)
+    settings = gateway_settings(tmp, url, cache_enabled=False, embeddings_enabled=False)
+    with LiveServer(create_app(settings, backend=backend)) as off:
+        for _ in range(2):
+            assert chat(off, key, ask("What is the capital of France?")).headers["x-tollgate-cache"] == "bypass"
+        stats_off = httpx.get(f"{off.url}/admin/tenants/any/cache/stats", headers=ADMIN)
+        assert off.server.config.app.state.services.embedder is None
+    assert len(backend.served) == 2
+    assert stats_off.status_code == 404 and stats_off.json()["error"]["code"] == "not_found"

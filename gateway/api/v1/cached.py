@@ -50,6 +50,7 @@ def key_of(tenant_id: str, body: ChatCompletionRequest, admission: Admission) ->
 
 
 async def consult(svc: Services, principal, body: ChatCompletionRequest, admission: Admission) -> CacheStep:
+    """Look the request up under its tenant's policy; a failing cache is logged and bypassed."""
     cache: SemanticCache | None = svc.cache
     if cache is None:
         return CacheStep(CacheLookup("bypass", reason="off"))

@@ -5,6 +5,7 @@ one drives the real model through the official SDK."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -112,6 +113,13 @@ def test_a_repeat_is_a_hit_without_the_engine_billed_at_cache_prices(server, bac
     (line,) = bill["lines"]
     assert (line["requests"], line["cached_tokens"]) == (2, usage["prompt_tokens"])
     assert Decimal(bill["total_cost"]) == miss_row.cost + hit_row.cost
+
+    metrics = httpx.get(f"{server.url}/metrics").text  # labels come sorted by name
+    hits = f'tollgate_cache_lookups_total{{model="{MODEL}",result="hit",tenant="{tenant_id}",tier="exact"}} 1.0'
+    assert hits in metrics
+    saved = re.search(rf'tollgate_cache_money_saved_total\{{model="{MODEL}",tenant="{tenant_id}"\}} (\S+)', metrics)
+    assert saved and float(saved.group(1)) == pytest.approx(float(
+        request_cost(PRICE, **tokens, cached_tokens=0, cache_hit=False) - hit_row.cost))
 
 
 def sse(server: LiveServer, key: str, body: dict) -> tuple[httpx.Headers, list]:
@@ -317,3 +325,26 @@ def test_switched_off_the_gateway_never_caches(db):
         assert off.server.config.app.state.services.embedder is None
     assert len(backend.served) == 2
     assert stats_off.status_code == 404 and stats_off.json()["error"]["code"] == "not_found"
+
+
+class BrokenEmbedder:
+    dim = 384
+
+    def embed_one(self, text: str):
+        raise RuntimeError("embedder lost its weights")
+
+
+async def test_a_failing_cache_is_logged_and_the_engine_answers(db, capsys):
+    tmp, url = db
+    _, key = make_tenant(url)
+    backend = CannedBackend(tokens=8)
+    app = create_app(gateway_settings(tmp, url, embeddings_enabled=False), backend=backend, embedder=BrokenEmbedder())
+    async with app.router.lifespan_context(app), httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://gateway", timeout=30) as http:
+        r = await http.post("/v1/chat/completions", json=ask("Is the cache up?"),
+                            headers={"Authorization": f"Bearer {key}"})
+    assert r.status_code == 200 and r.headers["x-tollgate-cache"] == "bypass"
+    assert len(backend.served) == 1
+    logged = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
+    (failure,) = [e for e in logged if e["logger"] == "tollgate.cache"]  # JSON logs on stderr
+    assert failure["level"] == "ERROR" and "embedder lost its weights" in failure["exc"]

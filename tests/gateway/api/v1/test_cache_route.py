@@ -154,6 +154,16 @@ def test_a_streamed_hit_replays_the_text_as_chunks(server, backend, db):
     assert wait_usage_rows(db[1], tenant_id, 2)[-1].cache_hit
 
 
+def test_a_paraphrase_is_a_semantic_hit(server, backend, db):
+    tenant_id, key = make_tenant(db[1])
+    chat(server, key, ask("How do I reset my password?"))
+    wait_stored(server, tenant_id, 1)
+    calls = len(backend.served)
+    r = chat(server, key, ask("How can I reset my password?"))
+    assert r.headers["x-tollgate-cache"] == "hit" and len(backend.served) == calls
+    assert 0.86 <= float(r.headers["x-tollgate-cache-score"]) < 1.0
+
+
 def test_sampling_bypasses_the_cache(server, backend, db):
     tenant_id, key = make_tenant(db[1])
     calls = len(backend.served)

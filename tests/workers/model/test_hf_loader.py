@@ -56,3 +56,19 @@ def test_logits_match_transformers(tiny_folder):
 def test_not_a_model_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match="neither"):
         resolve(str(tmp_path))
+
+
+def test_bfloat16_weights_stay_close_to_float32(tiny_folder):
+    folder, hf = tiny_folder
+    model = load_model(str(folder), dtype="bfloat16").model
+    assert model.embed.weight.dtype == torch.bfloat16
+    ids = list(range(100, 120))
+    n, cfg = len(ids), model.config
+    cache = torch.zeros(cfg.num_layers, cfg.num_kv_heads, 4, 16, cfg.head_dim, dtype=torch.bfloat16)
+    v_cache = torch.zeros_like(cache)
+    meta = AttentionMetadata(slot_mapping=torch.arange(n), prefills=[PrefillChunk(0, n, n, torch.arange(2), None)])
+    with torch.inference_mode():
+        got = model(torch.tensor(ids), torch.arange(n), cache, v_cache, meta, torch.arange(n))
+        want = hf(torch.tensor([ids])).logits[0]
+    assert got.dtype == torch.float32  # logits leave the model in float32 for the sampler
+    assert torch.allclose(got, want, atol=5e-2, rtol=0), float((got - want).abs().max())

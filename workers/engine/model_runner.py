@@ -111,7 +111,8 @@ class ModelRunner:
             meta.decode_block_tables = torch.tensor([t + [0] * (max_blocks - len(t)) for t in tables], dtype=torch.long)
             visible = torch.arange(max_blocks * bs).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
             bias = torch.zeros(visible.shape, dtype=self.model.dtype).masked_fill_(~visible, float("-inf"))
-            meta.decode_bias = bias.view(len(decode), 1, -1)  # broadcasts over [KVH, n, group, L]
+            # [KVH * n, 1, L], the batch order of the attention's baddbmm; broadcasts over the query group.
+            meta.decode_bias = bias.repeat(self.model.config.num_kv_heads, 1).unsqueeze(1)
 
         # Prefill chunks: contiguous runs after the decode tokens.
         for i in prefill:

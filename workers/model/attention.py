@@ -30,7 +30,7 @@ class AttentionMetadata:
     slot_mapping: torch.Tensor                 # [num_tokens] long: where each new token's K/V goes
     num_decode: int = 0                        # decode tokens (one per sequence) come first in the batch
     decode_block_tables: torch.Tensor | None = None  # [num_decode, max_blocks] long, padded with block 0
-    decode_bias: torch.Tensor | None = None    # [num_decode, 1, max_blocks * block_size]: 0 or -inf
+    decode_bias: torch.Tensor | None = None    # [KVH * num_decode, 1, max_blocks * block_size]: 0 or -inf
     prefills: list[PrefillChunk] = field(default_factory=list)
 
 
@@ -66,13 +66,16 @@ class PagedAttention(torch.nn.Module):
         # [KVH, n, L, D]: every decode sequence's context, padded to the longest; the bias masks the padding.
         keys = k_cache.index_select(1, flat_table).view(self.num_kv_heads, n, length, self.head_dim)
         values = v_cache.index_select(1, flat_table).view(self.num_kv_heads, n, length, self.head_dim)
-        # Query heads of one KV group share its keys: [KVH, n, group, D] @ [KVH, n, D, L] -> [KVH, n, group, L]
+        # Query heads of one KV group share its keys: per (kv head, sequence), [group, D] @ [D, L] -> [group, L],
+        # scaled and masked in the same baddbmm call.
         queries = q.view(n, self.num_kv_heads, self.group, self.head_dim).transpose(0, 1)
-        scores = torch.matmul(queries, keys.transpose(-1, -2))
-        scores = scores.mul_(self.scale).add_(meta.decode_bias)
+        batch = self.num_kv_heads * n
+        scores = torch.baddbmm(meta.decode_bias, queries.reshape(batch, self.group, self.head_dim),
+                               keys.view(batch, length, self.head_dim).transpose(1, 2), alpha=self.scale)
         probs = torch.softmax(scores, dim=-1)
-        out = torch.matmul(probs, values)  # [KVH, n, group, D]
-        return out.transpose(0, 1).reshape(n, self.num_heads, self.head_dim)
+        out = torch.bmm(probs, values.view(batch, length, self.head_dim))  # [KVH * n, group, D]
+        return out.view(self.num_kv_heads, n, self.group, self.head_dim).transpose(0, 1).reshape(
+            n, self.num_heads, self.head_dim)
 
     def _prefill(self, q, k, v, k_cache, v_cache, chunk: PrefillChunk) -> torch.Tensor:
         q_chunk = q[chunk.start:chunk.end].transpose(0, 1).unsqueeze(0)  # [1, H, n, D]

@@ -13,6 +13,12 @@ class Linear(nn.Linear):
     def __init__(self, in_features: int, out_features: int, *, dtype: torch.dtype) -> None:
         super().__init__(in_features, out_features, bias=False, dtype=dtype)
 
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
+        """x @ W.T, plus `residual` inside the same GEMM call when given (one kernel, one pass over the output)."""
+        if residual is None:
+            return F.linear(x, self.weight)
+        return torch.addmm(residual, x, self.weight.t())
+
 
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float, *, dtype: torch.dtype) -> None:
@@ -62,6 +68,6 @@ class SwiGLU(nn.Module):
         self.gate_up = Linear(hidden, 2 * intermediate, dtype=dtype)
         self.down = Linear(intermediate, hidden, dtype=dtype)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
         gate, up = self.gate_up(x).split(self.intermediate, dim=-1)
-        return self.down(F.silu(gate) * up)
+        return self.down(F.silu(gate).mul_(up), residual)

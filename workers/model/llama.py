@@ -125,14 +125,15 @@ class LlamaAttention(nn.Module):
         self.o = Linear(self.q_size, cfg.hidden_size, dtype=dtype)
         self.attn = PagedAttention(cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
 
-    def forward(self, x, cos, sin, k_cache, v_cache, meta: AttentionMetadata) -> torch.Tensor:
+    def forward(self, x, cos, sin, k_cache, v_cache, meta: AttentionMetadata, residual: torch.Tensor) -> torch.Tensor:
+        """residual + o_proj(attention(x))."""
         qk, v = self.qkv(x).split([self.q_size + self.kv_size, self.kv_size], dim=-1)
         # Rotate q and k heads together: [T, H + KVH, D], one set of kernels instead of two.
         qk = apply_rotary(qk.view(-1, self.num_heads + self.num_kv_heads, self.head_dim), cos, sin)
         q, k = qk.split([self.num_heads, self.num_kv_heads], dim=1)
         v = v.view(-1, self.num_kv_heads, self.head_dim)
         out = self.attn(q, k, v, k_cache, v_cache, meta)  # [T, H, D]
-        return self.o(out.reshape(-1, self.q_size))
+        return self.o(out.reshape(-1, self.q_size), residual)
 
 
 class LlamaDecoderLayer(nn.Module):
@@ -144,8 +145,9 @@ class LlamaDecoderLayer(nn.Module):
         self.mlp = SwiGLU(cfg.hidden_size, cfg.intermediate_size, dtype=dtype)
 
     def forward(self, x, cos, sin, k_cache, v_cache, meta: AttentionMetadata) -> torch.Tensor:
-        x = x + self.attn(self.input_norm(x), cos, sin, k_cache, v_cache, meta)
-        return x + self.mlp(self.post_attn_norm(x))
+        # Residual adds ride inside the o_proj and down_proj GEMMs.
+        x = self.attn(self.input_norm(x), cos, sin, k_cache, v_cache, meta, residual=x)
+        return self.mlp(self.post_attn_norm(x), residual=x)
 
 
 class LlamaForCausalLM(nn.Module):

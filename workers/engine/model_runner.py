@@ -9,6 +9,7 @@ from workers.config import EngineConfig
 from workers.engine.sampler import Sampler
 from workers.engine.scheduler_output import ScheduledSequence, SchedulerOutput
 from workers.model.attention import AttentionMetadata, PrefillChunk
+from workers.model.packed_linear import can_pack, convert_for_runtime
 from workers.model.registry import load_model
 
 _ELEMENT_BYTES = {torch.float32: 4, torch.bfloat16: 2}
@@ -31,6 +32,8 @@ class ModelRunner:
             torch.set_num_threads(config.num_threads)
         loaded = load_model(config.model, config.dtype)
         self.model = loaded.model
+        if can_pack(self.model):
+            convert_for_runtime(self.model)
         self.tokenizer = loaded.tokenizer
         self.block_size = config.block_size
         context = self.model.max_context_len

@@ -1,0 +1,41 @@
+"""Runtime swap of our Linear for one whose weight oneDNN reorders once, at load, into its blocked layout.
+
+Plain F.linear re-packs the weight matrix on every call; for decode-sized batches (a few to a few dozen
+rows) on a CPU that packing, not the arithmetic, is most of the time. Same two-step shape as gpt-fast's
+quantizers: the module swap is `convert_for_runtime`; the weights themselves stay float32."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from workers.model.layers import Linear
+
+
+class PackedLinear(nn.Module):
+    def __init__(self, linear: Linear) -> None:
+        super().__init__()
+        self.in_features = linear.in_features
+        self.out_features = linear.out_features
+        self.register_buffer("packed_weight", linear.weight.detach().to_mkldnn(), persistent=False)
+        self.register_buffer("zero_bias", torch.zeros(linear.out_features, dtype=linear.weight.dtype).to_mkldnn(),
+                             persistent=False)
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
+        out = torch._C._nn.mkldnn_linear(x.contiguous().to_mkldnn(), self.packed_weight, self.zero_bias).to_dense()
+        return out if residual is None else out.add_(residual)
+
+
+def can_pack(model: nn.Module) -> bool:
+    """oneDNN present and float32 weights (the dtype whose results the reference tests pin down)."""
+    return torch.backends.mkldnn.is_available() and next(model.parameters()).dtype == torch.float32
+
+
+def convert_for_runtime(model: nn.Module) -> int:
+    """Replace every Linear in `model` by a PackedLinear, in place; returns how many were swapped."""
+    swapped = 0
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, Linear):
+                setattr(parent, name, PackedLinear(child))
+                swapped += 1
+    return swapped

@@ -112,6 +112,8 @@ class ModelRunner:
         if decode:
             max_blocks = max(len(t) for t in tables)
             meta.decode_block_tables = torch.tensor([t + [0] * (max_blocks - len(t)) for t in tables], dtype=torch.long)
+            heads = torch.arange(self.model.config.num_kv_heads).unsqueeze(1) * self.num_kv_blocks
+            meta.decode_gather = (heads + meta.decode_block_tables.view(1, -1)).view(-1)
             visible = torch.arange(max_blocks * bs).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
             bias = torch.zeros(visible.shape, dtype=self.model.dtype).masked_fill_(~visible, float("-inf"))
             # [KVH * n, 1, L], the batch order of the attention's baddbmm; broadcasts over the query group.

@@ -30,6 +30,9 @@ class AttentionMetadata:
     slot_mapping: torch.Tensor                 # [num_tokens] long: where each new token's K/V goes
     num_decode: int = 0                        # decode tokens (one per sequence) come first in the batch
     decode_block_tables: torch.Tensor | None = None  # [num_decode, max_blocks] long, padded with block 0
+    # [KVH * num_decode * max_blocks] long: rows of the cache viewed as [KVH * num_blocks, block_size * D],
+    # head-major, so one dim-0 index_select (a plain row copy) gathers every head's blocks.
+    decode_gather: torch.Tensor | None = None
     decode_bias: torch.Tensor | None = None    # [KVH * num_decode, 1, max_blocks * block_size]: 0 or -inf
     prefills: list[PrefillChunk] = field(default_factory=list)
 
@@ -62,18 +65,18 @@ class PagedAttention(torch.nn.Module):
     def _decode(self, q, k_cache, v_cache, meta: AttentionMetadata) -> torch.Tensor:
         n, max_blocks = meta.decode_block_tables.shape
         length = max_blocks * k_cache.shape[2]
-        flat_table = meta.decode_block_tables.view(-1)
-        # [KVH, n, L, D]: every decode sequence's context, padded to the longest; the bias masks the padding.
-        keys = k_cache.index_select(1, flat_table).view(self.num_kv_heads, n, length, self.head_dim)
-        values = v_cache.index_select(1, flat_table).view(self.num_kv_heads, n, length, self.head_dim)
+        batch = self.num_kv_heads * n
+        rows = k_cache.shape[0] * k_cache.shape[1]
+        # [KVH * n, L, D]: every decode sequence's context, padded to the longest; the bias masks the padding.
+        keys = k_cache.view(rows, -1).index_select(0, meta.decode_gather).view(batch, length, self.head_dim)
+        values = v_cache.view(rows, -1).index_select(0, meta.decode_gather).view(batch, length, self.head_dim)
         # Query heads of one KV group share its keys: per (kv head, sequence), [group, D] @ [D, L] -> [group, L],
         # scaled and masked in the same baddbmm call.
         queries = q.view(n, self.num_kv_heads, self.group, self.head_dim).transpose(0, 1)
-        batch = self.num_kv_heads * n
         scores = torch.baddbmm(meta.decode_bias, queries.reshape(batch, self.group, self.head_dim),
-                               keys.view(batch, length, self.head_dim).transpose(1, 2), alpha=self.scale)
+                               keys.transpose(1, 2), alpha=self.scale)
         probs = torch.softmax(scores, dim=-1)
-        out = torch.bmm(probs, values.view(batch, length, self.head_dim))  # [KVH * n, group, D]
+        out = torch.bmm(probs, values)  # [KVH * n, group, D]
         return out.view(self.num_kv_heads, n, self.group, self.head_dim).transpose(0, 1).reshape(
             n, self.num_heads, self.head_dim)
 

@@ -29,6 +29,7 @@ def _run(runner, ids: list[int], table: list[int], start: int) -> torch.Tensor:
         visible = torch.arange(len(blocks) * BLOCK) < end
         meta = AttentionMetadata(slot_mapping=_slots(table, start, end), num_decode=1,
                                  decode_block_tables=blocks.unsqueeze(0),
+                                 decode_gather=(torch.arange(3).unsqueeze(1) * runner.num_kv_blocks + blocks).view(-1),
                                  decode_bias=torch.zeros(1, 1, len(visible)).masked_fill(~visible, float("-inf")))
     with torch.inference_mode():
         return runner.model(torch.tensor(ids), torch.arange(start, end), runner.k_cache, runner.v_cache, meta,

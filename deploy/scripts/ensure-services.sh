@@ -27,6 +27,10 @@ if ! redis_up; then
   for _ in $(seq 1 30); do redis_up && break; sleep 1; done
 fi
 
+# docker-compose (Debian's) checks docker-compose.yml offline in tests/deploy.
+command -v docker-compose >/dev/null 2>&1 \
+  || (apt-get update -qq && apt-get install -y -qq docker-compose) >/dev/null 2>&1 || true
+
 pg_up && echo "postgres: up" || echo "postgres: NOT available (postgres tests will fail)"
 redis_up && echo "redis: up" || echo "redis: NOT available (redis tests will fail)"
 # A database the tests own, so they never touch anything else on the server.

@@ -4,10 +4,11 @@ from __future__ import annotations
 import argparse
 
 from gateway.cli import admin, migrate, serve
+from gateway.routing import cli as routes
 
 # Every module here has register(subparsers), which sets `handler` on its parser.
-# A new command is one more entry (e.g. gateway.routing.cli for `tollgate routes`).
-COMMANDS = [serve, migrate, admin]
+# A new command is one more entry.
+COMMANDS = [serve, migrate, admin, routes]
 
 
 def build_parser() -> argparse.ArgumentParser:

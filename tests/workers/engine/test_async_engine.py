@@ -201,7 +201,9 @@ async def test_a_slow_consumer_gets_merged_deltas_that_still_concatenate():
     config = fake_config()
     ref = LLM("fake", runner=FakeRunner(config), block_size=4, num_kv_blocks=64).generate(
         "prompt", SamplingParams(max_tokens=30, temperature=0))[0]
-    assert len(outs) == 2 and outs[-1].finished and outs[-1].num_output_tokens == 30
+    # Whatever queued while the consumer slept arrives as one merged delta (the first one may
+    # already hold everything when the loop thread outran the consumer).
+    assert len(outs) <= 2 and outs[-1].finished and outs[-1].num_output_tokens == 30
     assert "".join(o.outputs[0].text for o in outs) == ref.outputs[0].text
     assert sum((o.outputs[0].token_ids for o in outs), []) == ref.outputs[0].token_ids
     await engine.stop()

@@ -9,7 +9,7 @@ import argparse
 import re
 
 from ray import serve
-from ray.serve.config import RequestRouterConfig
+from ray.serve.config import ProxyLocation, RequestRouterConfig
 from ray.serve.deployment import Application
 
 from gateway.catalogue import Catalogue, load_catalogue
@@ -73,7 +73,10 @@ def app_builder(args: dict) -> Application:
 
 def deploy(configs: list[VersionServeConfig]) -> dict[str, serve.handle.DeploymentHandle]:
     """Deploy (or update in place) every version's application; returns handles by version.
-    Blocks until each application's floor of replicas is loaded and warm."""
+    Blocks until each application's floor of replicas is loaded and warm.
+    Serve's own HTTP proxy stays off: the gateway reaches replicas through handles, and the proxy
+    would otherwise take port 8000, the gateway's."""
+    serve.start(proxy_location=ProxyLocation.Disabled)
     return {cfg.version: serve.run(build_app(cfg), name=app_name(cfg.version), route_prefix=None)
             for cfg in configs}
 

@@ -25,10 +25,11 @@ def resolve_admin_key(args: argparse.Namespace, settings: Settings) -> str:
 
 
 def call(args: argparse.Namespace, method: str, path: str, *, body: dict | None = None,
-         params: dict | None = None, client: httpx.Client | None = None) -> httpx.Response | None:
+         params: dict | None = None, client: httpx.Client | None = None,
+         settings: Settings | None = None, headers: dict[str, str] | None = None) -> httpx.Response | None:
     """The response, or None after printing why the gateway answered with an error."""
-    settings = Settings()
-    headers = {"Authorization": f"Bearer {resolve_admin_key(args, settings)}"}
+    settings = settings or Settings()
+    headers = {**(headers or {}), "Authorization": f"Bearer {resolve_admin_key(args, settings)}"}
     http = client or httpx.Client(base_url=args.url or f"http://{settings.host}:{settings.port}", timeout=60)
     try:
         resp = http.request(method, path, json=body, params=params, headers=headers)

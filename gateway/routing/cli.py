@@ -12,15 +12,14 @@ import sys
 
 import httpx
 
-from gateway.security.admin_key import admin_key_path, read_admin_key
+from gateway.cli.admin_client import add_connection_args, call
 from gateway.settings import Settings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `routes` sub-command to the tollgate console."""
     p = subparsers.add_parser("routes", help="show and change model routes (canary splits)")
-    p.add_argument("--url", help="gateway base URL (default: http://<TOLLGATE_HOST>:<TOLLGATE_PORT>)")
-    p.add_argument("--admin-key", help="admin key (default: TOLLGATE_ADMIN_KEY, else <data_dir>/admin_key)")
+    add_connection_args(p)
     sub = p.add_subparsers(dest="routes_command", required=True)
     sub.add_parser("list", help="every alias and its split")
     s = sub.add_parser("set", help="set an alias' weights: VERSION=PERCENT ... (sum 100)")
@@ -69,14 +68,6 @@ def _request(args: argparse.Namespace) -> tuple[str, str, dict | None]:
     return "GET", f"/admin/routes/audit{params}", None
 
 
-def _admin_key(args: argparse.Namespace, settings: Settings) -> str:
-    key = args.admin_key or read_admin_key(settings)
-    if not key:
-        raise SystemExit(f"no admin key: pass --admin-key, set TOLLGATE_ADMIN_KEY, or start the gateway "
-                         f"once to create {admin_key_path(settings)}")
-    return key
-
-
 def _show(data: dict) -> None:
     rows = data.get("data") if data.get("object") == "list" else [data]
     for row in rows:
@@ -94,17 +85,9 @@ def run(args: argparse.Namespace, settings: Settings | None = None, client: http
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    url = args.url or f"http://{settings.host}:{settings.port}"
-    headers = {"Authorization": f"Bearer {_admin_key(args, settings)}", "x-tollgate-actor": getpass.getuser()}
-    http = client or httpx.Client(base_url=url, timeout=30)
-    try:
-        resp = http.request(method, path, json=body, headers=headers)
-    finally:
-        if client is None:
-            http.close()
-    data = resp.json()
-    if resp.status_code >= 400:
-        print(f"error ({resp.status_code}): {data['error']['message']}", file=sys.stderr)
+    resp = call(args, method, path, body=body, client=client, settings=settings,
+                headers={"x-tollgate-actor": getpass.getuser()})
+    if resp is None:
         return 1
-    _show(data)
+    _show(resp.json())
     return 0

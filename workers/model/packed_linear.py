@@ -16,13 +16,17 @@ class PackedLinear(nn.Module):
         super().__init__()
         self.in_features = linear.in_features
         self.out_features = linear.out_features
-        self.register_buffer("packed_weight", linear.weight.detach().to_mkldnn(), persistent=False)
-        self.register_buffer("zero_bias", torch.zeros(linear.out_features, dtype=linear.weight.dtype).to_mkldnn(),
+        # The blocked layout inductor's CPU backend uses; the op reads and writes plain dense tensors, so no
+        # to_mkldnn / to_dense conversion per call (that was ~8% of a decode step), and the residual add
+        # runs as oneDNN's fused post-op.
+        self.register_buffer("packed_weight", torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach()),
                              persistent=False)
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
-        out = torch._C._nn.mkldnn_linear(x.contiguous().to_mkldnn(), self.packed_weight, self.zero_bias).to_dense()
-        return out if residual is None else out.add_(residual)
+        x = x.contiguous()
+        if residual is None:
+            return torch.ops.mkldnn._linear_pointwise(x, self.packed_weight, None, "none", [], "")
+        return torch.ops.mkldnn._linear_pointwise.binary(x, residual.contiguous(), self.packed_weight, None, "add")
 
 
 def can_pack(model: nn.Module) -> bool:

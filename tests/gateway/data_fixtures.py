@@ -4,6 +4,8 @@ folder (tests/gateway/{db,security,billing,api/admin,api/v1}) and by test_cli.py
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 import httpx
@@ -32,17 +34,26 @@ __all__ = ["ADMIN", "TEST_ADMIN_KEY", "admin_http", "assert_openai_error", "bear
            "deploy_catalogue", "new_tenant_key", "pg_url", "sqlite_url"]
 
 
-@pytest.fixture
-def pg_url():
-    """A URL into a fresh PostgreSQL schema, dropped afterwards (tests never see each other's rows)."""
-    schema = f"t_{uuid.uuid4().hex[:16]}"
+@contextmanager
+def fresh_pg_schema(prefix: str = "t") -> Iterator[str]:
+    """A URL into a new PostgreSQL schema, dropped with everything in it on exit."""
+    schema = f"{prefix}_{uuid.uuid4().hex[:16]}"
     admin = create_engine(PG_URL, poolclass=NullPool)
     with admin.begin() as conn:
         conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    yield f"{PG_URL}?options=-csearch_path%3D{schema}"
-    with admin.begin() as conn:
-        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
+    try:
+        yield f"{PG_URL}?options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture
+def pg_url():
+    """A fresh schema per test: tests never see each other's rows."""
+    with fresh_pg_schema() as url:
+        yield url
 
 
 @pytest.fixture

@@ -1,21 +1,17 @@
 """Entries survive a restart through SQL (SQLite and PostgreSQL); corrupt rows are skipped and logged."""
 import json
 import logging
-import uuid
 
 import numpy as np
 import pytest
-from sqlalchemy import create_engine, delete, inspect, select, text, update
-from sqlalchemy.pool import NullPool
+from sqlalchemy import delete, inspect, select, update
 
 from gateway.cache import CacheRepository, TenantCachePolicy
 from gateway.cache.table import SemanticCacheEntryRow
 from gateway.db.database import create_db_engine
 from gateway.db.migrate import upgrade
 from tests.gateway.cache.conftest import ask
-
-PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/tollgate_test"
-
+from tests.gateway.data_fixtures import fresh_pg_schema
 
 @pytest.fixture(scope="module")
 def sqlite_url(tmp_path_factory):
@@ -25,14 +21,8 @@ def sqlite_url(tmp_path_factory):
 @pytest.fixture(scope="module")
 def pg_url():
     """A fresh schema on the test server, dropped afterwards with everything in it."""
-    schema = f"cache_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(PG_URL, poolclass=NullPool)
-    with admin.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    yield f"{PG_URL}?options=-csearch_path%3D{schema}"
-    with admin.begin() as conn:
-        conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-    admin.dispose()
+    with fresh_pg_schema("cache") as url:
+        yield url
 
 
 @pytest.fixture(scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

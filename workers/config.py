@@ -19,6 +19,9 @@ class EngineConfig:
     max_model_len: int | None = None  # None: the model's own context length
     enable_prefix_caching: bool = True
     num_threads: int | None = None  # torch intra-op threads; None leaves torch's default
+    # Fused C kernels (workers/kernels) for norms, rotary + KV writes and decode attention; float32 on CPU.
+    # Without a C compiler the engine falls back to the PyTorch path by itself.
+    cpu_kernels: bool = True
     seed: int = 0
 
     def __post_init__(self) -> None:

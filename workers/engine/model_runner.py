@@ -34,6 +34,13 @@ class ModelRunner:
         self.model = loaded.model
         if can_pack(self.model):
             convert_for_runtime(self.model)
+        self.kernels = None
+        if config.cpu_kernels and self.model.dtype == torch.float32:
+            from workers.kernels import cpu
+
+            self.kernels = cpu.load()
+            if self.kernels is not None:
+                cpu.attach(self.model, self.kernels)
         self.tokenizer = loaded.tokenizer
         self.block_size = config.block_size
         context = self.model.max_context_len
@@ -112,6 +119,8 @@ class ModelRunner:
         if decode:
             max_blocks = max(len(t) for t in tables)
             meta.decode_block_tables = torch.tensor([t + [0] * (max_blocks - len(t)) for t in tables], dtype=torch.long)
+            meta.decode_context_lens = torch.tensor(lengths, dtype=torch.long)
+        if decode and self.kernels is None:
             heads = torch.arange(self.model.config.num_kv_heads).unsqueeze(1) * self.num_kv_blocks
             meta.decode_gather = (heads + meta.decode_block_tables.view(1, -1)).view(-1)
             visible = torch.arange(max_blocks * bs).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)

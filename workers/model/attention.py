@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
+
+from workers.model.layers import apply_rotary
+
+if TYPE_CHECKING:
+    from workers.kernels.cpu import CpuKernels
 
 
 @dataclass(slots=True)
@@ -30,6 +36,8 @@ class AttentionMetadata:
     slot_mapping: torch.Tensor                 # [num_tokens] long: where each new token's K/V goes
     num_decode: int = 0                        # decode tokens (one per sequence) come first in the batch
     decode_block_tables: torch.Tensor | None = None  # [num_decode, max_blocks] long, padded with block 0
+    decode_context_lens: torch.Tensor | None = None  # [num_decode] long: tokens each decode query attends to
+    # The next two serve the PyTorch path only (the runner leaves them out when the kernels run):
     # [KVH * num_decode * max_blocks] long: rows of the cache viewed as [KVH * num_blocks, block_size * D],
     # head-major, so one dim-0 index_select (a plain row copy) gathers every head's blocks.
     decode_gather: torch.Tensor | None = None
@@ -47,22 +55,41 @@ class PagedAttention(torch.nn.Module):
         self.group = num_heads // num_kv_heads
         self.head_dim = head_dim
         self.scale = 1.0 / math.sqrt(head_dim)
+        self.kernels: CpuKernels | None = None  # set by workers.kernels.cpu.attach (float32 models)
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                k_cache: torch.Tensor, v_cache: torch.Tensor, meta: AttentionMetadata) -> torch.Tensor:
-        """q: [T, H, D]; k, v: [T, KVH, D]; caches: [KVH, num_blocks, block_size, D]. Returns [T, H, D]."""
-        k_cache.view(self.num_kv_heads, -1, self.head_dim).index_copy_(1, meta.slot_mapping, k.transpose(0, 1))
-        v_cache.view(self.num_kv_heads, -1, self.head_dim).index_copy_(1, meta.slot_mapping, v.transpose(0, 1))
-        if meta.num_decode == q.shape[0]:
-            return self._decode(q, k_cache, v_cache, meta)
-        out = torch.empty_like(q)
+    def forward(self, qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, k_cache: torch.Tensor,
+                v_cache: torch.Tensor, meta: AttentionMetadata) -> torch.Tensor:
+        """qkv: [T, (H + 2 KVH) * D], the fused projection; cos, sin: [T, 1, D]; caches: [KVH, num_blocks,
+        block_size, D]. Rotates q and k, writes k and v into the cache, attends. Returns [T, H * D]."""
+        tokens = qkv.shape[0]
+        q_size, kv_size = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
+        if self.kernels is not None:
+            # One fused pass: rotate q and k inside qkv, copy k and v to their cache slots.
+            self.kernels.rotary_store_kv(qkv, cos.view(tokens, -1), sin.view(tokens, -1), meta.slot_mapping,
+                                         k_cache, v_cache, self.num_heads, self.num_kv_heads, self.head_dim)
+            q, k, v = (t.view(tokens, -1, self.head_dim) for t in qkv.split([q_size, kv_size, kv_size], dim=1))
+        else:
+            qk, v = qkv.split([q_size + kv_size, kv_size], dim=-1)
+            # Rotate q and k heads together: [T, H + KVH, D], one set of kernels instead of two.
+            qk = apply_rotary(qk.view(tokens, self.num_heads + self.num_kv_heads, self.head_dim), cos, sin)
+            q, k = qk.split([self.num_heads, self.num_kv_heads], dim=1)
+            v = v.view(tokens, self.num_kv_heads, self.head_dim)
+            k_cache.view(self.num_kv_heads, -1, self.head_dim).index_copy_(1, meta.slot_mapping, k.transpose(0, 1))
+            v_cache.view(self.num_kv_heads, -1, self.head_dim).index_copy_(1, meta.slot_mapping, v.transpose(0, 1))
+        out = torch.empty((tokens, self.num_heads, self.head_dim), dtype=qkv.dtype)
         if meta.num_decode:
-            out[:meta.num_decode] = self._decode(q[:meta.num_decode], k_cache, v_cache, meta)
+            self._decode(q[:meta.num_decode], k_cache, v_cache, meta, out[:meta.num_decode])
         for chunk in meta.prefills:
             out[chunk.start:chunk.end] = self._prefill(q, k, v, k_cache, v_cache, chunk)
-        return out
+        return out.view(tokens, q_size)
 
-    def _decode(self, q, k_cache, v_cache, meta: AttentionMetadata) -> torch.Tensor:
+    def _decode(self, q, k_cache, v_cache, meta: AttentionMetadata, out: torch.Tensor) -> None:
+        """Writes the decode queries' attention into out [num_decode, H, D]."""
+        if self.kernels is not None:
+            # Straight from the paged blocks: no padded copy of the context, no mask.
+            self.kernels.paged_decode_attention(q, k_cache, v_cache, meta.decode_block_tables,
+                                                meta.decode_context_lens, self.scale, out)
+            return
         n, max_blocks = meta.decode_block_tables.shape
         length = max_blocks * k_cache.shape[2]
         batch = self.num_kv_heads * n
@@ -76,9 +103,9 @@ class PagedAttention(torch.nn.Module):
         scores = torch.baddbmm(meta.decode_bias, queries.reshape(batch, self.group, self.head_dim),
                                keys.transpose(1, 2), alpha=self.scale)
         probs = torch.softmax(scores, dim=-1)
-        out = torch.bmm(probs, values)  # [KVH * n, group, D]
-        return out.view(self.num_kv_heads, n, self.group, self.head_dim).transpose(0, 1).reshape(
-            n, self.num_heads, self.head_dim)
+        heads_out = torch.bmm(probs, values)  # [KVH * n, group, D]
+        out.copy_(heads_out.view(self.num_kv_heads, n, self.group, self.head_dim).transpose(0, 1).reshape(
+            n, self.num_heads, self.head_dim))
 
     def _prefill(self, q, k, v, k_cache, v_cache, chunk: PrefillChunk) -> torch.Tensor:
         q_chunk = q[chunk.start:chunk.end].transpose(0, 1).unsqueeze(0)  # [1, H, n, D]

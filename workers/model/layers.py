@@ -1,9 +1,14 @@
 """Architecture-neutral building blocks: RMSNorm, rotary embedding, SwiGLU MLP, a replaceable linear."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+if TYPE_CHECKING:
+    from workers.kernels.cpu import CpuKernels
 
 
 class Linear(nn.Linear):
@@ -25,8 +30,11 @@ class RMSNorm(nn.Module):
         super().__init__()
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(dim, dtype=dtype))
+        self.kernels: CpuKernels | None = None  # set by workers.kernels.cpu.attach (float32 models)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.kernels is not None and x.dim() == 2:
+            return self.kernels.rms_norm(x, self.weight, self.eps)  # one pass, no temporaries
         if x.dtype == torch.float32:
             return F.rms_norm(x, self.weight.shape, self.weight, self.eps)  # one fused kernel
         # Lower precision: normalise in float32, scale in the weight dtype, as the reference does.
@@ -67,7 +75,11 @@ class SwiGLU(nn.Module):
         self.intermediate = intermediate
         self.gate_up = Linear(hidden, 2 * intermediate, dtype=dtype)
         self.down = Linear(intermediate, hidden, dtype=dtype)
+        self.kernels: CpuKernels | None = None  # set by workers.kernels.cpu.attach (float32 models)
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
-        gate, up = self.gate_up(x).split(self.intermediate, dim=-1)
+        gate_up = self.gate_up(x)
+        if self.kernels is not None and gate_up.dim() == 2:
+            return self.down(self.kernels.silu_mul(gate_up), residual)
+        gate, up = gate_up.split(self.intermediate, dim=-1)
         return self.down(F.silu(gate).mul_(up), residual)

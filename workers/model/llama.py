@@ -10,7 +10,7 @@ from torch import nn
 from workers.model.attention import AttentionMetadata, PagedAttention
 from workers.model.gguf_loader import GGUFCheckpoint
 from workers.model.hf_loader import HFCheckpoint
-from workers.model.layers import Linear, RMSNorm, RotaryEmbedding, SwiGLU, apply_rotary
+from workers.model.layers import Linear, RMSNorm, RotaryEmbedding, SwiGLU
 
 
 @dataclass(slots=True, frozen=True)
@@ -120,20 +120,13 @@ class LlamaAttention(nn.Module):
         super().__init__()
         self.q_size = cfg.num_heads * cfg.head_dim
         self.kv_size = cfg.num_kv_heads * cfg.head_dim
-        self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         self.qkv = Linear(cfg.hidden_size, self.q_size + 2 * self.kv_size, dtype=dtype)  # fused q|k|v
         self.o = Linear(self.q_size, cfg.hidden_size, dtype=dtype)
         self.attn = PagedAttention(cfg.num_heads, cfg.num_kv_heads, cfg.head_dim)
 
     def forward(self, x, cos, sin, k_cache, v_cache, meta: AttentionMetadata, residual: torch.Tensor) -> torch.Tensor:
         """residual + o_proj(attention(x))."""
-        qk, v = self.qkv(x).split([self.q_size + self.kv_size, self.kv_size], dim=-1)
-        # Rotate q and k heads together: [T, H + KVH, D], one set of kernels instead of two.
-        qk = apply_rotary(qk.view(-1, self.num_heads + self.num_kv_heads, self.head_dim), cos, sin)
-        q, k = qk.split([self.num_heads, self.num_kv_heads], dim=1)
-        v = v.view(-1, self.num_kv_heads, self.head_dim)
-        out = self.attn(q, k, v, k_cache, v_cache, meta)  # [T, H, D]
-        return self.o(out.reshape(-1, self.q_size), residual)
+        return self.o(self.attn(self.qkv(x), cos, sin, k_cache, v_cache, meta), residual)
 
 
 class LlamaDecoderLayer(nn.Module):

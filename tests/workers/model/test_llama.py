@@ -28,12 +28,24 @@ def _run(runner, ids: list[int], table: list[int], start: int) -> torch.Tensor:
     if len(ids) == 1:
         visible = torch.arange(len(blocks) * BLOCK) < end
         meta = AttentionMetadata(slot_mapping=_slots(table, start, end), num_decode=1,
-                                 decode_block_tables=blocks.unsqueeze(0),
+                                 decode_block_tables=blocks.unsqueeze(0), decode_context_lens=torch.tensor([end]),
                                  decode_gather=(torch.arange(3).unsqueeze(1) * runner.num_kv_blocks + blocks).view(-1),
                                  decode_bias=torch.zeros(1, 1, len(visible)).masked_fill(~visible, float("-inf")))
     with torch.inference_mode():
         return runner.model(torch.tensor(ids), torch.arange(start, end), runner.k_cache, runner.v_cache, meta,
                             torch.arange(len(ids)))
+
+
+@pytest.fixture(params=["kernels", "torch"])
+def runner(request, model_runner):
+    """The session runner on its compiled-kernel path, then on its PyTorch path; both must match the reference."""
+    from workers.kernels import cpu
+
+    if request.param == "kernels" and model_runner.kernels is None:
+        pytest.skip("no compiled CPU kernels on this machine")
+    cpu.attach(model_runner.model, model_runner.kernels if request.param == "kernels" else None)
+    yield model_runner
+    cpu.attach(model_runner.model, model_runner.kernels)
 
 
 @pytest.fixture(scope="module")
@@ -43,27 +55,27 @@ def reference(hf_model, model_runner):
         return ids, hf_model(torch.tensor([ids])).logits[0].float()
 
 
-def test_prefill_logits_match_transformers(model_runner, reference):
+def test_prefill_logits_match_transformers(runner, reference):
     ids, want = reference
-    got = _run(model_runner, ids, [3, 9, 4, 11], 0)
+    got = _run(runner, ids, [3, 9, 4, 11], 0)
     assert torch.allclose(got, want, atol=5e-4, rtol=0), float((got - want).abs().max())
 
 
-def test_paged_decode_logits_match_transformers(model_runner, reference):
+def test_paged_decode_logits_match_transformers(runner, reference):
     """Prefill a prefix, then feed the rest one token at a time through scattered, non-contiguous blocks."""
     ids, want = reference
     table = [40, 17, 33, 5]
     split = len(ids) - 12
-    got = [_run(model_runner, ids[:split], table, 0)]
+    got = [_run(runner, ids[:split], table, 0)]
     for pos in range(split, len(ids)):
-        got.append(_run(model_runner, [ids[pos]], table, pos))
+        got.append(_run(runner, [ids[pos]], table, pos))
     got = torch.cat(got)
     assert torch.allclose(got, want, atol=5e-4, rtol=0), float((got - want).abs().max())
 
 
-def test_chunk_attending_to_cached_prefix_matches_transformers(model_runner, reference):
+def test_chunk_attending_to_cached_prefix_matches_transformers(runner, reference):
     ids, want = reference
     table = [60, 61, 2, 70]
-    _run(model_runner, ids[:13], table, 0)  # a split inside a block
-    got = _run(model_runner, ids[13:], table, 13)
+    _run(runner, ids[:13], table, 0)  # a split inside a block
+    got = _run(runner, ids[13:], table, 13)
     assert torch.allclose(got, want[13:], atol=5e-4, rtol=0), float((got - want[13:]).abs().max())

@@ -1,0 +1,124 @@
+"""The compiled CPU kernels against plain PyTorch formulas, on random data with the shapes that break kernels:
+odd row counts, strided inputs, partial last blocks, scattered block tables, GQA groups."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from workers.kernels import cpu
+
+kernels = cpu.load()
+pytestmark = pytest.mark.skipif(kernels is None, reason="no C compiler: the PyTorch path is tested elsewhere")
+
+ATOL = RTOL = 2e-5
+
+
+@pytest.mark.parametrize("rows", [1, 5, 33])
+def test_rms_norm_matches_torch_on_strided_rows(rows):
+    torch.manual_seed(rows)
+    base = torch.randn(rows, 200) * 3
+    x = base[:, :96]  # rows 200 apart
+    w = torch.randn(96)
+    want = F.rms_norm(x, (96,), w, 1e-5)
+    assert torch.allclose(kernels.rms_norm(x, w, 1e-5), want, atol=ATOL, rtol=RTOL)
+
+
+@pytest.mark.parametrize("rows", [1, 6])
+def test_silu_mul_matches_torch_including_large_magnitudes(rows):
+    torch.manual_seed(rows)
+    gate_up = torch.randn(rows, 2 * 80) * 6
+    gate_up[0, :4] = torch.tensor([-100.0, 100.0, -88.5, 0.0])
+    gate, up = gate_up.split(80, dim=1)
+    want = F.silu(gate) * up
+    got = kernels.silu_mul(gate_up)
+    assert torch.allclose(got, want, atol=ATOL, rtol=1e-5)
+    assert torch.isfinite(got).all()
+
+
+def _rotate_reference(x, cos, sin):
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat([-x[..., half:], x[..., :half]], dim=-1) * sin
+
+
+def test_rotary_store_kv_rotates_q_and_k_in_place_and_writes_the_cache():
+    torch.manual_seed(0)
+    heads, kv_heads, head_dim, num_blocks, block_size, tokens = 6, 2, 16, 5, 4, 7
+    qkv = torch.randn(tokens, (heads + 2 * kv_heads) * head_dim)
+    angles = torch.randn(tokens, head_dim // 2)
+    cos, sin = torch.cat([angles.cos()] * 2, dim=1), torch.cat([angles.sin()] * 2, dim=1)
+    slots = torch.tensor([3, 17, 0, 9, 10, 11, 19])
+    k_cache = torch.zeros(kv_heads, num_blocks, block_size, head_dim)
+    v_cache = torch.zeros_like(k_cache)
+    q, k, v = qkv.clone().split([heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], dim=1)
+    want_q = _rotate_reference(q.view(tokens, heads, head_dim), cos[:, None], sin[:, None])
+    want_k = _rotate_reference(k.view(tokens, kv_heads, head_dim), cos[:, None], sin[:, None])
+
+    kernels.rotary_store_kv(qkv, cos, sin, slots, k_cache, v_cache, heads, kv_heads, head_dim)
+
+    assert torch.allclose(qkv[:, :heads * head_dim].view(tokens, heads, head_dim), want_q, atol=ATOL)
+    assert torch.allclose(qkv[:, heads * head_dim:(heads + kv_heads) * head_dim].view(tokens, kv_heads, head_dim),
+                          want_k, atol=ATOL)
+    flat_k, flat_v = k_cache.view(kv_heads, -1, head_dim), v_cache.view(kv_heads, -1, head_dim)
+    assert torch.allclose(flat_k[:, slots].transpose(0, 1), want_k, atol=ATOL)
+    assert torch.equal(flat_v[:, slots].transpose(0, 1), v.view(tokens, kv_heads, head_dim))
+    untouched = torch.ones(num_blocks * block_size, dtype=torch.bool)
+    untouched[slots] = False
+    assert not flat_k[:, untouched].any() and not flat_v[:, untouched].any()
+
+
+def test_rotary_store_kv_refuses_slots_outside_the_cache():
+    qkv = torch.randn(1, 4 * 8)
+    cache = torch.zeros(1, 2, 4, 8)
+    trig = torch.ones(1, 8)
+    with pytest.raises(ValueError, match="slots out of range"):
+        kernels.rotary_store_kv(qkv, trig, trig, torch.tensor([8]), cache, cache.clone(), 2, 1, 8)
+
+
+def _decode_reference(q, k_cache, v_cache, tables, lens):
+    kv_heads, _, block_size, head_dim = k_cache.shape
+    group = q.shape[1] // kv_heads
+    out = []
+    for i, (table, n) in enumerate(zip(tables.tolist(), lens.tolist())):
+        keys = k_cache[:, table].reshape(kv_heads, -1, head_dim)[:, :n]  # [KVH, n, D]
+        values = v_cache[:, table].reshape(kv_heads, -1, head_dim)[:, :n]
+        keys, values = keys.repeat_interleave(group, 0), values.repeat_interleave(group, 0)
+        probs = torch.softmax(q[i].unsqueeze(1) @ keys.transpose(1, 2) / math.sqrt(head_dim), dim=-1)
+        out.append((probs @ values).squeeze(1))
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("lens", [[1], [5, 16, 17, 40], [33, 2, 64]])
+def test_paged_decode_attention_matches_dense_attention(lens):
+    torch.manual_seed(len(lens))
+    heads, kv_heads, head_dim, block_size, num_blocks = 9, 3, 16, 16, 12
+    k_cache = torch.randn(kv_heads, num_blocks, block_size, head_dim)
+    v_cache = torch.randn_like(k_cache)
+    max_blocks = -(-max(lens) // block_size)
+    perm = torch.randperm(num_blocks)  # scattered, as a busy pool hands them out
+    tables = torch.zeros(len(lens), max_blocks, dtype=torch.long)
+    used = 0
+    for i, n in enumerate(lens):
+        need = -(-n // block_size)
+        tables[i, :need] = perm[used:used + need]
+        used = (used + need) % (num_blocks - max_blocks)
+    qkv = torch.randn(len(lens), (heads + 2 * kv_heads) * head_dim)
+    q = qkv[:, :heads * head_dim].view(len(lens), heads, head_dim)  # strided rows, as the model passes it
+    lens_t = torch.tensor(lens)
+    got = kernels.paged_decode_attention(q, k_cache, v_cache, tables, lens_t, 1 / math.sqrt(head_dim))
+    want = _decode_reference(q, k_cache, v_cache, tables, lens_t)
+    assert torch.allclose(got, want, atol=ATOL, rtol=RTOL)
+
+
+def test_paged_decode_attention_refuses_block_ids_outside_the_pool():
+    q = torch.randn(1, 2, 8)
+    cache = torch.zeros(1, 2, 4, 8)
+    with pytest.raises(ValueError, match="block ids out of range"):
+        kernels.paged_decode_attention(q, cache, cache.clone(), torch.tensor([[2]]), torch.tensor([3]), 1.0)
+    with pytest.raises(ValueError, match="context_lens"):
+        kernels.paged_decode_attention(q, cache, cache.clone(), torch.tensor([[1]]), torch.tensor([5]), 1.0)
+
+
+def test_wrong_dtype_is_refused():
+    with pytest.raises(ValueError, match="float32"):
+        kernels.silu_mul(torch.randn(2, 8, dtype=torch.bfloat16))

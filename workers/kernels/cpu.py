@@ -1,0 +1,158 @@
+"""Typed calls into the compiled CPU kernels (cpu_ops.c).
+
+Each wrapper checks what the C side cannot (dtype, device, layout, sizes), then passes raw pointers; the
+ctypes call releases the GIL for the kernel's duration. `load()` returns None where the kernels cannot be
+built or are switched off (TOLLGATE_CPU_KERNELS=0); callers then use their PyTorch path."""
+from __future__ import annotations
+
+import ctypes
+import functools
+import logging
+import os
+
+import torch  # first: its libgomp must be the one our library binds to
+
+from workers.kernels.cpu_build import KernelBuildError, build
+
+log = logging.getLogger(__name__)
+
+DISABLE_ENV = "TOLLGATE_CPU_KERNELS"
+_P, _I, _F = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
+
+_SIGNATURES = {
+    "tg_rms_norm": [_P, _I, _P, _P, _I, _I, _F],
+    "tg_silu_mul": [_P, _P, _I, _I],
+    "tg_rotary_store_kv": [_P, _I, _P, _P, _P, _P, _P, _I, _I, _I, _I, _I],
+    "tg_paged_decode_attention": [_P, _I, _P, _P, _P, _I, _P, _P, _I, _I, _I, _I, _I, _I, _F],
+}
+
+
+def _check(t: torch.Tensor, name: str, *, dtype: torch.dtype = torch.float32, dim: int | None = None) -> None:
+    if t.dtype != dtype or t.device.type != "cpu":
+        raise ValueError(f"{name} must be a CPU {dtype} tensor, got {t.dtype} on {t.device}")
+    if dim is not None and t.dim() != dim:
+        raise ValueError(f"{name} must have {dim} dimensions, got shape {tuple(t.shape)}")
+    if t.stride(-1) != 1:
+        raise ValueError(f"{name} must be contiguous in its last dimension")
+
+
+def _check_dense(t: torch.Tensor, name: str, **kw) -> None:
+    _check(t, name, **kw)
+    if not t.is_contiguous():
+        raise ValueError(f"{name} must be contiguous")
+
+
+class CpuKernels:
+    def __init__(self, lib: ctypes.CDLL) -> None:
+        for name, argtypes in _SIGNATURES.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = argtypes, None
+        self._lib = lib
+
+    def rms_norm(self, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+        """x [rows, dim] (rows may be strided) -> dense [rows, dim]."""
+        _check(x, "x", dim=2)
+        _check_dense(weight, "weight", dim=1)
+        rows, dim = x.shape
+        if weight.shape[0] != dim:
+            raise ValueError(f"weight has {weight.shape[0]} elements for rows of {dim}")
+        out = torch.empty((rows, dim), dtype=x.dtype)
+        self._lib.tg_rms_norm(x.data_ptr(), x.stride(0), weight.data_ptr(), out.data_ptr(), rows, dim, eps)
+        return out
+
+    def silu_mul(self, gate_up: torch.Tensor) -> torch.Tensor:
+        """gate_up [rows, 2 * inter] -> silu(gate) * up, [rows, inter]."""
+        _check_dense(gate_up, "gate_up", dim=2)
+        rows, width = gate_up.shape
+        if width % 2:
+            raise ValueError(f"gate_up width {width} is odd")
+        out = torch.empty((rows, width // 2), dtype=gate_up.dtype)
+        self._lib.tg_silu_mul(gate_up.data_ptr(), out.data_ptr(), rows, width // 2)
+        return out
+
+    def rotary_store_kv(self, qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, slots: torch.Tensor,
+                        k_cache: torch.Tensor, v_cache: torch.Tensor, heads: int, kv_heads: int,
+                        head_dim: int) -> None:
+        """Rotate qkv's q and k heads in place with per-token cos/sin rows [T, head_dim]; write k and v into
+        the caches [KVH, num_blocks, block_size, head_dim] at slots [T]."""
+        _check(qkv, "qkv", dim=2)
+        _check_dense(cos, "cos", dim=2)
+        _check_dense(sin, "sin", dim=2)
+        _check_dense(slots, "slots", dtype=torch.long, dim=1)
+        _check_dense(k_cache, "k_cache", dim=4)
+        _check_dense(v_cache, "v_cache", dim=4)
+        tokens = qkv.shape[0]
+        if qkv.shape[1] != (heads + 2 * kv_heads) * head_dim:
+            raise ValueError(f"qkv width {qkv.shape[1]} is not (heads + 2 kv_heads) * head_dim")
+        if cos.shape != (tokens, head_dim) or sin.shape != (tokens, head_dim) or slots.shape[0] != tokens:
+            raise ValueError("cos, sin and slots need one row per token")
+        if k_cache.shape != v_cache.shape or k_cache.shape[0] != kv_heads or k_cache.shape[3] != head_dim:
+            raise ValueError(f"caches of shape {tuple(k_cache.shape)} do not fit {kv_heads} heads of {head_dim}")
+        cache_slots = k_cache.shape[1] * k_cache.shape[2]
+        if tokens:
+            lo, hi = slots.aminmax()
+            if int(lo) < 0 or int(hi) >= cache_slots:
+                raise ValueError(f"slots out of range [0, {cache_slots})")
+        self._lib.tg_rotary_store_kv(qkv.data_ptr(), qkv.stride(0), cos.data_ptr(), sin.data_ptr(),
+                                     slots.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), tokens, heads,
+                                     kv_heads, head_dim, cache_slots)
+
+    def paged_decode_attention(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                               block_tables: torch.Tensor, context_lens: torch.Tensor, scale: float,
+                               out: torch.Tensor | None = None) -> torch.Tensor:
+        """q [n, H, D] (rows may be strided); caches [KVH, num_blocks, block_size, D]; block_tables
+        [n, max_blocks] long; context_lens [n] long, each >= 1. Returns [n, H, D] (into `out` if given)."""
+        _check(q, "q", dim=3)
+        _check_dense(k_cache, "k_cache", dim=4)
+        _check_dense(v_cache, "v_cache", dim=4)
+        _check_dense(block_tables, "block_tables", dtype=torch.long, dim=2)
+        _check_dense(context_lens, "context_lens", dtype=torch.long, dim=1)
+        n, heads, head_dim = q.shape
+        kv_heads, num_blocks, block_size, cache_dim = k_cache.shape
+        if q.stride(1) != head_dim or cache_dim != head_dim or heads % kv_heads:
+            raise ValueError(f"q {tuple(q.shape)} does not fit caches {tuple(k_cache.shape)}")
+        if k_cache.shape != v_cache.shape:
+            raise ValueError("k_cache and v_cache differ in shape")
+        if block_tables.shape[0] != n or context_lens.shape[0] != n:
+            raise ValueError("block_tables and context_lens need one row per query")
+        if n:
+            lo, hi = block_tables.aminmax()
+            if int(lo) < 0 or int(hi) >= num_blocks:
+                raise ValueError(f"block ids out of range [0, {num_blocks})")
+            lo, hi = context_lens.aminmax()
+            if int(lo) < 1 or int(hi) > block_tables.shape[1] * block_size:
+                raise ValueError("context_lens must be >= 1 and covered by the block tables")
+        if out is None:
+            out = torch.empty((n, heads, head_dim), dtype=q.dtype)
+        else:
+            _check_dense(out, "out", dim=3)
+            if out.shape != (n, heads, head_dim):
+                raise ValueError(f"out has shape {tuple(out.shape)}, expected {(n, heads, head_dim)}")
+        self._lib.tg_paged_decode_attention(q.data_ptr(), q.stride(0), k_cache.data_ptr(), v_cache.data_ptr(),
+                                            block_tables.data_ptr(), block_tables.shape[1],
+                                            context_lens.data_ptr(), out.data_ptr(), n, heads, kv_heads,
+                                            head_dim, num_blocks, block_size, scale)
+        return out
+
+
+def attach(model: torch.nn.Module, kernels: CpuKernels | None) -> int:
+    """Point every layer that has a kernel path (a `kernels` attribute) at `kernels`, or back to its PyTorch
+    path with None; returns how many layers. float32 models only: the kernels compute in float32."""
+    if kernels is not None and any(p.dtype != torch.float32 for p in model.parameters()):
+        raise ValueError("the CPU kernels run float32 models only")
+    layers = [m for m in model.modules() if hasattr(m, "kernels")]
+    for m in layers:
+        m.kernels = kernels
+    return len(layers)
+
+
+@functools.cache
+def load() -> CpuKernels | None:
+    """The kernels for this machine, compiled on first call; None when unavailable or switched off."""
+    if os.environ.get(DISABLE_ENV, "1") in ("0", "false", "no"):
+        return None
+    try:
+        return CpuKernels(ctypes.CDLL(str(build())))
+    except (KernelBuildError, OSError) as exc:
+        log.warning("CPU kernels unavailable, using the PyTorch path: %s", exc)
+        return None

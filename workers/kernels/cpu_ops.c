@@ -1,0 +1,162 @@
+/* Tollgate's CPU kernels: the per-layer work around the GEMMs, fused so that a decode step is a handful of
+ * passes over memory instead of dozens of small PyTorch ops.
+ *
+ * Plain C with OpenMP, compiled at first use for the machine it runs on (workers/kernels/cpu_build.py) and
+ * called through ctypes (workers/kernels/cpu.py). float32 only. Every function takes raw pointers and sizes;
+ * the Python side checks shapes, dtypes and contiguity before calling. OpenMP here is the same libgomp that
+ * PyTorch loaded, so these kernels share its thread pool.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* exp for float, branch-free so that loops calling it vectorize: exp(x) = 2^n * e^r, |r| <= ln2/2, with
+ * Cephes' degree-6 polynomial for e^r (about 1 ulp). Inputs below -87.3 flush to 0. */
+static inline float tg_expf(float x) {
+    const float hi = 88.0f, lo = -87.3365447504019f;
+    x = x > hi ? hi : x;
+    float underflow = x < lo ? 0.0f : 1.0f;
+    x = x < lo ? lo : x;
+    float n = floorf(x * 1.44269504088896341f + 0.5f);
+    float r = x - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t bits = ((int32_t)n + 127) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale * underflow;
+}
+
+static inline float tg_dot(const float *a, const float *b, int64_t n) {
+    float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t i = 0; i < n; i++) acc += a[i] * b[i];
+    return acc;
+}
+
+/* out[r, :] = x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * w. Rows of x are x_stride apart; out is dense. */
+void tg_rms_norm(const float *x, int64_t x_stride, const float *w, float *out, int64_t rows, int64_t dim,
+                 float eps) {
+#pragma omp parallel for schedule(static) if (rows >= 16)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * x_stride;
+        float *o = out + r * dim;
+        float inv = 1.0f / sqrtf(tg_dot(xr, xr, dim) / (float)dim + eps);
+#pragma omp simd
+        for (int64_t i = 0; i < dim; i++) o[i] = xr[i] * inv * w[i];
+    }
+}
+
+/* out[r, i] = silu(gate_up[r, i]) * gate_up[r, inter + i]. */
+void tg_silu_mul(const float *gate_up, float *out, int64_t rows, int64_t inter) {
+#pragma omp parallel for schedule(static) if (rows >= 4)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *g = gate_up + r * 2 * inter;
+        const float *u = g + inter;
+        float *o = out + r * inter;
+#pragma omp simd
+        for (int64_t i = 0; i < inter; i++) o[i] = g[i] / (1.0f + tg_expf(-g[i])) * u[i];
+    }
+}
+
+/* qkv: [T, (H + 2 KVH) * D], rows qkv_stride apart: q heads, k heads, v heads. Rotates the q and k heads in
+ * place (rotate-half RoPE with token t's cos/sin rows, [T, D] each) and copies token t's k and v heads into
+ * the caches [KVH, cache_slots, D] at flat slot slots[t]. */
+void tg_rotary_store_kv(float *qkv, int64_t qkv_stride, const float *cos, const float *sin, const int64_t *slots,
+                        float *k_cache, float *v_cache, int64_t tokens, int64_t heads, int64_t kv_heads,
+                        int64_t head_dim, int64_t cache_slots) {
+    const int64_t half = head_dim / 2;
+#pragma omp parallel for schedule(static) if (tokens >= 16)
+    for (int64_t t = 0; t < tokens; t++) {
+        float *row = qkv + t * qkv_stride;
+        const float *c = cos + t * head_dim;
+        const float *s = sin + t * head_dim;
+        for (int64_t h = 0; h < heads + kv_heads; h++) {
+            float *x = row + h * head_dim;
+#pragma omp simd
+            for (int64_t i = 0; i < half; i++) {
+                float x1 = x[i], x2 = x[i + half];
+                x[i] = x1 * c[i] - x2 * s[i];
+                x[i + half] = x2 * c[i + half] + x1 * s[i + half];
+            }
+        }
+        const float *k = row + heads * head_dim;
+        const float *v = k + kv_heads * head_dim;
+        for (int64_t h = 0; h < kv_heads; h++) {
+            int64_t dst = (h * cache_slots + slots[t]) * head_dim;
+            memcpy(k_cache + dst, k + h * head_dim, sizeof(float) * head_dim);
+            memcpy(v_cache + dst, v + h * head_dim, sizeof(float) * head_dim);
+        }
+    }
+}
+
+/* One query token per sequence against its paged context. q: [n, H, D] with rows q_stride apart; caches
+ * [KVH, num_blocks, block_size, D]; block_tables [n, max_blocks]; context_lens [n]; out [n, H, D] dense.
+ * The G = H / KVH query heads of a group read each key and value row once, straight from its block: no
+ * gather, no padding. */
+void tg_paged_decode_attention(const float *q, int64_t q_stride, const float *k_cache, const float *v_cache,
+                               const int64_t *block_tables, int64_t max_blocks, const int64_t *context_lens,
+                               float *out, int64_t n, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                               int64_t num_blocks, int64_t block_size, float scale) {
+    const int64_t group = heads / kv_heads;
+    int64_t max_len = 1;
+    for (int64_t s = 0; s < n; s++) max_len = context_lens[s] > max_len ? context_lens[s] : max_len;
+#pragma omp parallel
+    {
+        float *scores = (float *)malloc(sizeof(float) * group * max_len);
+#pragma omp for collapse(2) schedule(dynamic, 1)
+        for (int64_t s = 0; s < n; s++) {
+            for (int64_t kh = 0; kh < kv_heads; kh++) {
+                const int64_t len = context_lens[s];
+                const int64_t *table = block_tables + s * max_blocks;
+                const float *qs = q + s * q_stride + kh * group * head_dim;
+                const float *kbase = k_cache + kh * num_blocks * block_size * head_dim;
+                const float *vbase = v_cache + kh * num_blocks * block_size * head_dim;
+                for (int64_t t0 = 0; t0 < len; t0 += block_size) {
+                    const float *kb = kbase + table[t0 / block_size] * block_size * head_dim;
+                    const int64_t m = len - t0 < block_size ? len - t0 : block_size;
+                    for (int64_t j = 0; j < m; j++)
+                        for (int64_t g = 0; g < group; g++)
+                            scores[g * len + t0 + j] = tg_dot(qs + g * head_dim, kb + j * head_dim, head_dim) * scale;
+                }
+                float *o = out + (s * heads + kh * group) * head_dim;
+                for (int64_t g = 0; g < group; g++) {
+                    float *sg = scores + g * len;
+                    float mx = sg[0];
+                    for (int64_t t = 1; t < len; t++) mx = sg[t] > mx ? sg[t] : mx;
+                    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+                    for (int64_t t = 0; t < len; t++) {
+                        sg[t] = tg_expf(sg[t] - mx);
+                        sum += sg[t];
+                    }
+                    const float inv = 1.0f / sum;
+#pragma omp simd
+                    for (int64_t t = 0; t < len; t++) sg[t] *= inv;
+                    memset(o + g * head_dim, 0, sizeof(float) * head_dim);
+                }
+                for (int64_t t0 = 0; t0 < len; t0 += block_size) {
+                    const float *vb = vbase + table[t0 / block_size] * block_size * head_dim;
+                    const int64_t m = len - t0 < block_size ? len - t0 : block_size;
+                    for (int64_t j = 0; j < m; j++) {
+                        const float *vr = vb + j * head_dim;
+                        for (int64_t g = 0; g < group; g++) {
+                            const float p = scores[g * len + t0 + j];
+                            float *og = o + g * head_dim;
+#pragma omp simd
+                            for (int64_t d = 0; d < head_dim; d++) og[d] += p * vr[d];
+                        }
+                    }
+                }
+            }
+        }
+        free(scores);
+    }
+}

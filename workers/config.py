@@ -22,6 +22,9 @@ class EngineConfig:
     # Fused C kernels (workers/kernels) for norms, rotary + KV writes and decode attention; float32 on CPU.
     # Without a C compiler the engine falls back to the PyTorch path by itself.
     cpu_kernels: bool = True
+    # With cpu_kernels, multiply by GGUF Q4_0/Q4_1/Q8_0 weights in their blocks (4-8 bits a weight read per
+    # step instead of 32). The values are the dense ones exactly and the arithmetic is float32 either way.
+    block_quant_matmul: bool = True
     seed: int = 0
 
     def __post_init__(self) -> None:

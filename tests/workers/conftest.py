@@ -27,6 +27,15 @@ def model_runner():
 
 
 @pytest.fixture(scope="session")
+def dense_runner():
+    """The same model on the plain PyTorch path: dense float32 weights (oneDNN), no compiled kernels."""
+    from workers.config import EngineConfig
+    from workers.engine.model_runner import ModelRunner
+
+    return ModelRunner(EngineConfig(num_kv_blocks=128, num_threads=2, cpu_kernels=False))
+
+
+@pytest.fixture(scope="session")
 def hf_model(gguf_path):
     """transformers' Llama on the same GGUF, dequantized by transformers: the reference, never the serving path."""
     import torch

@@ -9,6 +9,7 @@ from workers.config import EngineConfig
 from workers.engine.sampler import Sampler
 from workers.engine.scheduler_output import ScheduledSequence, SchedulerOutput
 from workers.model.attention import AttentionMetadata, PrefillChunk
+from workers.model import block_quant, quant_linear
 from workers.model.packed_linear import can_pack, convert_for_runtime
 from workers.model.registry import load_model
 
@@ -30,17 +31,24 @@ class ModelRunner:
     def __init__(self, config: EngineConfig) -> None:
         if config.num_threads is not None:
             torch.set_num_threads(config.num_threads)
-        loaded = load_model(config.model, config.dtype)
-        self.model = loaded.model
-        if can_pack(self.model):
-            convert_for_runtime(self.model)
         self.kernels = None
-        if config.cpu_kernels and self.model.dtype == torch.float32:
+        if config.cpu_kernels and config.dtype == "float32":
             from workers.kernels import cpu
 
             self.kernels = cpu.load()
-            if self.kernels is not None:
-                cpu.attach(self.model, self.kernels)
+        loaded = load_model(config.model, config.dtype,
+                            block_weights=self.kernels is not None and config.block_quant_matmul)
+        self.model = loaded.model
+        if loaded.block_weights:
+            # Linears with GGUF blocks read them through the kernel; the rest (if any) get oneDNN packing.
+            quant_linear.convert_for_runtime(self.model, {path: block_quant.pack(b) for path, b in
+                                                          loaded.block_weights.items()}, self.kernels)
+        if can_pack(self.model):
+            convert_for_runtime(self.model)
+        if self.kernels is not None:
+            from workers.kernels import cpu
+
+            cpu.attach(self.model, self.kernels)
         self.tokenizer = loaded.tokenizer
         self.block_size = config.block_size
         context = self.model.max_context_len

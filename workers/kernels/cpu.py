@@ -24,7 +24,10 @@ _SIGNATURES = {
     "tg_silu_mul": [_P, _P, _I, _I],
     "tg_rotary_store_kv": [_P, _I, _P, _P, _P, _P, _P, _I, _I, _I, _I, _I],
     "tg_paged_decode_attention": [_P, _I, _P, _P, _P, _I, _P, _P, _I, _I, _I, _I, _I, _I, _F],
+    "tg_block_quant_linear": [_P, _I, _I, _P, _P, _I, _I, _P, _P],
 }
+
+PANEL, GROUP = 16, 32  # the block-quantized weight layout of cpu_qlinear.c
 
 
 def _check(t: torch.Tensor, name: str, *, dtype: torch.dtype = torch.float32, dim: int | None = None) -> None:
@@ -96,6 +99,34 @@ class CpuKernels:
         self._lib.tg_rotary_store_kv(qkv.data_ptr(), qkv.stride(0), cos.data_ptr(), sin.data_ptr(),
                                      slots.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), tokens, heads,
                                      kv_heads, head_dim, cache_slots)
+
+    def block_quant_linear(self, x: torch.Tensor, q: torch.Tensor, dm: torch.Tensor, bits: int,
+                           residual: torch.Tensor | None = None) -> torch.Tensor:
+        """x [M, K] @ W.T (+ residual [M, N]) for W packed by workers.model.block_quant:
+        q [N / 16, K, 8] uint8 (4 bits) or [N / 16, K, 16] int8 (8 bits); dm [N / 16, K / 32, 2, 16] float32."""
+        x = x.contiguous()
+        _check_dense(x, "x", dim=2)
+        _check_dense(dm, "dm", dim=4)
+        if bits not in (4, 8) or q.dtype != (torch.uint8 if bits == 4 else torch.int8) or not q.is_contiguous():
+            raise ValueError(f"q must be contiguous {'uint8' if bits == 4 else 'int8'} for {bits}-bit weights")
+        panels, in_features = q.shape[0], q.shape[1]
+        if q.shape[2] != PANEL * bits // 8 or dm.shape != (panels, in_features // GROUP, 2, PANEL) \
+                or in_features % GROUP:
+            raise ValueError(f"q {tuple(q.shape)} and dm {tuple(dm.shape)} are not a packed {bits}-bit weight")
+        rows, out_features = x.shape[0], panels * PANEL
+        if x.shape[1] != in_features:
+            raise ValueError(f"x has {x.shape[1]} columns, the weight {in_features}")
+        out = torch.empty((rows, out_features), dtype=torch.float32)
+        res_ptr = None
+        if residual is not None:
+            residual = residual.contiguous()
+            _check_dense(residual, "residual", dim=2)
+            if residual.shape != out.shape:
+                raise ValueError(f"residual has shape {tuple(residual.shape)}, expected {tuple(out.shape)}")
+            res_ptr = residual.data_ptr()
+        self._lib.tg_block_quant_linear(x.data_ptr(), rows, in_features, q.data_ptr(), dm.data_ptr(), out_features,
+                                        bits, out.data_ptr(), res_ptr)
+        return out
 
     def paged_decode_attention(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
                                block_tables: torch.Tensor, context_lens: torch.Tensor, scale: float,

@@ -1,4 +1,4 @@
-"""Compile cpu_ops.c into a shared library for this machine, once, and cache it.
+"""Compile the CPU kernels (cpu_ops.c, cpu_qlinear.c) into one shared library for this machine, once, and cache it.
 
 The library is built with -march=native, so the cache key covers the source, the compiler flags and the
 CPU's feature flags: a cache directory shared by different machines never hands one a binary built for
@@ -17,7 +17,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-SOURCE = Path(__file__).with_name("cpu_ops.c")
+SOURCES = tuple(Path(__file__).with_name(name) for name in ("cpu_ops.c", "cpu_qlinear.c"))
 CFLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fno-math-errno", "-fno-trapping-math")
 CACHE_ENV = "TOLLGATE_KERNEL_CACHE"
 
@@ -53,8 +53,8 @@ def compiler() -> str | None:
 
 def library_path(cc: str) -> Path:
     key = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), " ".join(CFLAGS).encode(), cc.encode(), platform.machine().encode(),
-                 _cpu_identity().encode()):
+    for part in (*(src.read_bytes() for src in SOURCES), " ".join(CFLAGS).encode(), cc.encode(),
+                 platform.machine().encode(), _cpu_identity().encode()):
         key.update(part)
         key.update(b"\0")
     return cache_dir() / f"tollgate_cpu_ops-{key.hexdigest()[:16]}.so"
@@ -71,7 +71,7 @@ def build() -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
     os.close(fd)
-    cmd = [cc, *CFLAGS, "-o", tmp, str(SOURCE), "-lm"]
+    cmd = [cc, *CFLAGS, "-o", tmp, *(str(src) for src in SOURCES), "-lm"]
     try:
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if result.returncode != 0:

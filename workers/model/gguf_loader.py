@@ -1,7 +1,7 @@
 """Read a GGUF file: its metadata as plain Python values and its tensors dequantized to torch."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -19,12 +19,24 @@ SUPPORTED_TYPES = frozenset({
     GGMLQuantizationType.Q4_1,
 })
 
+_QUANTIZED = SUPPORTED_TYPES - {GGMLQuantizationType.F32, GGMLQuantizationType.F16, GGMLQuantizationType.BF16}
+
+
+@dataclass(slots=True)
+class RawTensor:
+    """A quantized tensor's bytes as stored (a view of the memory-mapped file), for kernels that read blocks."""
+
+    qtype: GGMLQuantizationType
+    data: np.ndarray
+    shape: tuple[int, ...]  # row-major, as `tensors` has it
+
 
 @dataclass(slots=True)
 class GGUFCheckpoint:
     path: Path
     metadata: dict[str, object]      # "llama.block_count" -> 30, "tokenizer.ggml.tokens" -> [...]
     tensors: dict[str, torch.Tensor]  # GGUF names ("blk.0.attn_q.weight"), float32, [out, in] for matrices
+    raw: dict[str, RawTensor] = field(default_factory=dict)  # the quantized ones, undecoded
 
     @property
     def architecture(self) -> str:
@@ -52,4 +64,6 @@ def read_gguf(path: str | Path, *, with_tensors: bool = True) -> GGUFCheckpoint:
         raise FileNotFoundError(f"no GGUF file at {path}")
     reader = GGUFReader(str(path))
     tensors = {t.name: dequantize_tensor(t) for t in reader.tensors} if with_tensors else {}
-    return GGUFCheckpoint(path=path, metadata=read_metadata(reader), tensors=tensors)
+    raw = {t.name: RawTensor(t.tensor_type, t.data, tuple(int(d) for d in reversed(t.shape)))
+           for t in reader.tensors if t.tensor_type in _QUANTIZED}
+    return GGUFCheckpoint(path=path, metadata=read_metadata(reader), tensors=tensors, raw=raw)

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+import numpy as np
+
+from workers.model import block_quant
 from workers.model.attention import AttentionMetadata, PagedAttention
 from workers.model.gguf_loader import GGUFCheckpoint
 from workers.model.hf_loader import HFCheckpoint
@@ -115,6 +118,43 @@ def hf_tensors_from_gguf(ck: GGUFCheckpoint, cfg: LlamaConfig) -> dict[str, torc
     return out
 
 
+# Module path -> the GGUF tensors fused into it, with the head count whose rotary rows need reordering.
+_FUSED_LINEARS = {
+    "layers.{i}.attn.qkv": (("blk.{i}.attn_q.weight", "heads"), ("blk.{i}.attn_k.weight", "kv_heads"),
+                            ("blk.{i}.attn_v.weight", None)),
+    "layers.{i}.attn.o": (("blk.{i}.attn_output.weight", None),),
+    "layers.{i}.mlp.gate_up": (("blk.{i}.ffn_gate.weight", None), ("blk.{i}.ffn_up.weight", None)),
+    "layers.{i}.mlp.down": (("blk.{i}.ffn_down.weight", None),),
+}
+
+
+def gguf_block_weights(ck: GGUFCheckpoint, cfg: LlamaConfig) -> dict[str, block_quant.Blocks]:
+    """Module path -> its weight as decoded GGUF blocks, for every linear whose tensors are all block-quantized
+    (the others stay dense). Row order and fusion match load_hf_tensors."""
+    heads = {"heads": cfg.num_heads, "kv_heads": cfg.num_kv_heads}
+
+    def blocks(name: str, rotary: str | None) -> block_quant.Blocks | None:
+        raw = ck.raw.get(name)
+        if raw is None or raw.qtype not in block_quant.FORMATS or len(raw.shape) != 2:
+            return None
+        decoded = block_quant.decode(raw.data, raw.qtype, raw.shape)
+        if rotary is None:
+            return decoded
+        order = unpermute_rotary_rows(torch.arange(raw.shape[0]).unsqueeze(1), heads[rotary])[:, 0]
+        return decoded.rows(np.asarray(order))
+
+    out = {}
+    for i in range(cfg.num_layers):
+        for path, parts in _FUSED_LINEARS.items():
+            found = [blocks(name.format(i=i), rotary) for name, rotary in parts]
+            if all(b is not None for b in found):
+                out[path.format(i=i)] = block_quant.concat(found)
+    head = blocks("token_embd.weight" if cfg.tie_word_embeddings else "output.weight", None)
+    if head is not None:
+        out["lm_head"] = head
+    return out
+
+
 class LlamaAttention(nn.Module):
     def __init__(self, cfg: LlamaConfig, dtype: torch.dtype) -> None:
         super().__init__()
@@ -206,6 +246,10 @@ class LlamaForCausalLM(nn.Module):
         model = cls(cfg, dtype)
         model.load_hf_tensors(hf_tensors_from_gguf(ck, cfg))
         return model.eval()
+
+    @staticmethod
+    def gguf_block_weights(ck: GGUFCheckpoint) -> dict[str, block_quant.Blocks]:
+        return gguf_block_weights(ck, LlamaConfig.from_gguf(ck.metadata, set(ck.tensors)))
 
     @classmethod
     def from_hf(cls, ck: HFCheckpoint, dtype: torch.dtype) -> LlamaForCausalLM:

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from torch import nn
 
+from workers.model.block_quant import Blocks
 from workers.model.gguf_loader import read_gguf
 from workers.model.hf_loader import is_hf_folder, read_hf
 from workers.model.llama import LlamaForCausalLM
@@ -51,6 +52,8 @@ class LoadedModel:
     model: nn.Module          # forward(input_ids, positions, k_cache, v_cache, meta, logits_indices)
     tokenizer: Tokenizer
     source: Path
+    # Module path -> its weight in GGUF blocks, when asked for and the file has them (see block_quant).
+    block_weights: dict[str, Blocks] = field(default_factory=dict)
 
 
 def _architecture(name: str) -> type[nn.Module]:
@@ -59,19 +62,23 @@ def _architecture(name: str) -> type[nn.Module]:
     return ARCHITECTURES[name]
 
 
-def _load_gguf(path: Path, dtype: torch.dtype) -> LoadedModel:
+def _load_gguf(path: Path, dtype: torch.dtype, block_weights: bool) -> LoadedModel:
     ck = read_gguf(path)
-    model = _architecture(ck.architecture).from_gguf(ck, dtype)
-    return LoadedModel(model=model, tokenizer=Tokenizer.from_gguf_metadata(ck.metadata), source=path)
+    cls = _architecture(ck.architecture)
+    model = cls.from_gguf(ck, dtype)
+    blocks = cls.gguf_block_weights(ck) if block_weights and dtype == torch.float32 else {}
+    return LoadedModel(model=model, tokenizer=Tokenizer.from_gguf_metadata(ck.metadata), source=path,
+                       block_weights=blocks)
 
 
-def _load_hf(path: Path, dtype: torch.dtype) -> LoadedModel:
+def _load_hf(path: Path, dtype: torch.dtype, block_weights: bool) -> LoadedModel:
+    # safetensors hold dense weights: there are no blocks to keep, whatever `block_weights` asks.
     ck = read_hf(path)
     model = _architecture(ck.architecture).from_hf(ck, dtype)
     return LoadedModel(model=model, tokenizer=Tokenizer.from_folder(path), source=path)
 
 
-FORMATS: dict[str, Callable[[Path, torch.dtype], LoadedModel]] = {
+FORMATS: dict[str, Callable[[Path, torch.dtype, bool], LoadedModel]] = {
     "gguf": _load_gguf,
     "hf": _load_hf,
 }
@@ -91,9 +98,10 @@ def resolve(model: str) -> tuple[str, Path]:
                      "a .gguf file nor a Hugging Face folder with config.json")
 
 
-def load_model(model: str, dtype: str = "float32") -> LoadedModel:
+def load_model(model: str, dtype: str = "float32", *, block_weights: bool = False) -> LoadedModel:
+    """block_weights: also return the GGUF-blocked form of the linear weights (float32 models from GGUF files)."""
     if dtype not in _DTYPES:
         raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
     fmt, path = resolve(model)
     with torch.device("cpu"):
-        return FORMATS[fmt](path, _DTYPES[dtype])
+        return FORMATS[fmt](path, _DTYPES[dtype], block_weights)

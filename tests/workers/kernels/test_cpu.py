@@ -122,3 +122,38 @@ def test_paged_decode_attention_refuses_block_ids_outside_the_pool():
 def test_wrong_dtype_is_refused():
     with pytest.raises(ValueError, match="float32"):
         kernels.silu_mul(torch.randn(2, 8, dtype=torch.bfloat16))
+
+
+def _packed(qtype, rows, cols, seed):
+    from gguf.quants import quantize
+
+    from workers.model import block_quant
+
+    raw = quantize(torch.randn(rows, cols, generator=torch.Generator().manual_seed(seed)).numpy(), qtype)
+    blocks = block_quant.decode(raw, qtype, (rows, cols))
+    return block_quant.pack(blocks), block_quant.dequantize(blocks)
+
+
+@pytest.mark.parametrize("qtype", ["Q4_0", "Q4_1", "Q8_0"])
+@pytest.mark.parametrize("rows", [1, 5, 7, 33])
+def test_block_quant_linear_matches_the_dense_matmul(qtype, rows):
+    from gguf import GGMLQuantizationType
+
+    packed, dense = _packed(GGMLQuantizationType[qtype], 48, 96, rows)
+    x, residual = torch.randn(rows, 96), torch.randn(rows, 48)
+    got = kernels.block_quant_linear(x, packed.q, packed.dm, packed.bits)
+    assert torch.allclose(got, x @ dense.t(), atol=1e-4, rtol=1e-5)
+    got = kernels.block_quant_linear(x.t().contiguous().t(), packed.q, packed.dm, packed.bits, residual)
+    assert torch.allclose(got, x @ dense.t() + residual, atol=1e-4, rtol=1e-5)
+
+
+def test_block_quant_linear_refuses_mismatched_inputs():
+    from gguf import GGMLQuantizationType
+
+    packed, _ = _packed(GGMLQuantizationType.Q4_1, 16, 64, 0)
+    with pytest.raises(ValueError, match="columns"):
+        kernels.block_quant_linear(torch.randn(2, 32), packed.q, packed.dm, packed.bits)
+    with pytest.raises(ValueError, match="int8 for 8-bit"):
+        kernels.block_quant_linear(torch.randn(2, 64), packed.q, packed.dm, 8)
+    with pytest.raises(ValueError, match="residual"):
+        kernels.block_quant_linear(torch.randn(2, 64), packed.q, packed.dm, 4, torch.randn(2, 8))

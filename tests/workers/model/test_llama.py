@@ -37,15 +37,11 @@ def _run(runner, ids: list[int], table: list[int], start: int) -> torch.Tensor:
 
 
 @pytest.fixture(params=["kernels", "torch"])
-def runner(request, model_runner):
-    """The session runner on its compiled-kernel path, then on its PyTorch path; both must match the reference."""
-    from workers.kernels import cpu
-
+def runner(request, model_runner, dense_runner):
+    """The default runner (compiled kernels, GGUF-blocked weights) and the plain PyTorch one: both must match."""
     if request.param == "kernels" and model_runner.kernels is None:
         pytest.skip("no compiled CPU kernels on this machine")
-    cpu.attach(model_runner.model, model_runner.kernels if request.param == "kernels" else None)
-    yield model_runner
-    cpu.attach(model_runner.model, model_runner.kernels)
+    return model_runner if request.param == "kernels" else dense_runner
 
 
 @pytest.fixture(scope="module")

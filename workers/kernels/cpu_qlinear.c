@@ -1,0 +1,129 @@
+/* y = x @ W.T (+ residual) with W kept in GGUF-style blocks: w = d * q + m for each row and 32-column group.
+ *
+ * The weight is read in its compressed form (4 or 8 bits a weight plus two floats a group instead of 32 bits),
+ * which is what a decode step on a CPU is short of: memory bandwidth. Layout (workers/model/block_quant.py
+ * packs it): rows in panels of 16; for each panel and column k, the 16 rows' q values are adjacent
+ * (4 bits: 8 bytes, row j in the low nibble and row j + 8 in the high one; 8 bits: 16 signed bytes); dm holds
+ * each panel's d[16] then m[16] for every 32-column group.
+ *
+ * A thread expands one panel at a time into a float buffer (L1/L2 resident) and runs every row of x against
+ * it, in tiles of 6 rows x 16 outputs held in registers, so the expansion is paid once per panel whatever
+ * the batch. The expanded values are exact: d comes from float16 (11 significant bits) and |q| < 256, so d * q
+ * is exact in float32 and d * q + m rounds once, as the reference dequantization does. Arithmetic is float32.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
+
+#define PANEL 16
+#define GROUP 32
+
+typedef float v8 __attribute__((vector_size(32)));
+
+static inline v8 ld(const float *p) {
+    v8 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void st(float *p, v8 v) { memcpy(p, &v, sizeof v); }
+
+static inline void expand_row(const uint8_t *qk, int bits, v8 *lo, v8 *hi) {
+#ifdef __AVX2__
+    if (bits == 4) {
+        __m256i w = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)qk));
+        *lo = (v8)_mm256_cvtepi32_ps(_mm256_and_si256(w, _mm256_set1_epi32(15)));
+        *hi = (v8)_mm256_cvtepi32_ps(_mm256_srli_epi32(w, 4));
+    } else {
+        *lo = (v8)_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)qk)));
+        *hi = (v8)_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(qk + 8))));
+    }
+#else
+    for (int j = 0; j < 8; j++) {
+        if (bits == 4) {
+            (*lo)[j] = (float)(qk[j] & 15);
+            (*hi)[j] = (float)(qk[j] >> 4);
+        } else {
+            (*lo)[j] = (float)(int8_t)qk[j];
+            (*hi)[j] = (float)(int8_t)qk[j + 8];
+        }
+    }
+#endif
+}
+
+/* One panel [K x 16] of weights, expanded to float32, k-major. */
+static void expand_panel(const uint8_t *qp, const float *dmp, int64_t K, int bits, float *buf) {
+    const int64_t row_bytes = bits == 4 ? 8 : 16;
+    for (int64_t g = 0; g < K / GROUP; g++) {
+        const float *dm = dmp + g * 2 * PANEL;
+        const v8 d0 = ld(dm), d1 = ld(dm + 8), m0 = ld(dm + 16), m1 = ld(dm + 24);
+        for (int64_t k = g * GROUP; k < (g + 1) * GROUP; k++) {
+            v8 lo, hi;
+            expand_row(qp + k * row_bytes, bits, &lo, &hi);
+            st(buf + k * PANEL, d0 * lo + m0);
+            st(buf + k * PANEL + 8, d1 * hi + m1);
+        }
+    }
+}
+
+/* R rows of x against one expanded panel: out[r, 0:16] = x[r, :] @ buf (+ res[r, 0:16]). */
+#define TILE(R)                                                                                           \
+    static inline void tile##R(const float *x, int64_t K, const float *buf, float *out, int64_t N,       \
+                               const float *res) {                                                        \
+        v8 a0[R], a1[R];                                                                                  \
+        for (int r = 0; r < R; r++) a0[r] = a1[r] = (v8){0};                                              \
+        for (int64_t k = 0; k < K; k++) {                                                                 \
+            const v8 w0 = ld(buf + k * PANEL), w1 = ld(buf + k * PANEL + 8);                              \
+            for (int r = 0; r < R; r++) {                                                                 \
+                const float xr = x[r * K + k];                                                            \
+                a0[r] += xr * w0;                                                                         \
+                a1[r] += xr * w1;                                                                         \
+            }                                                                                             \
+        }                                                                                                 \
+        for (int r = 0; r < R; r++) {                                                                     \
+            if (res) {                                                                                    \
+                a0[r] += ld(res + r * N);                                                                 \
+                a1[r] += ld(res + r * N + 8);                                                             \
+            }                                                                                             \
+            st(out + r * N, a0[r]);                                                                       \
+            st(out + r * N + 8, a1[r]);                                                                   \
+        }                                                                                                 \
+    }
+TILE(1)
+TILE(2)
+TILE(3)
+TILE(4)
+TILE(5)
+TILE(6)
+
+/* x [M, K] dense; q and dm packed as above for W [N, K]; out [M, N] dense; res NULL or [M, N] dense.
+ * N is a multiple of 16 and K of 32 (the packer guarantees it). */
+void tg_block_quant_linear(const float *x, int64_t M, int64_t K, const uint8_t *q, const float *dm, int64_t N,
+                           int64_t bits, float *out, const float *res) {
+    const int64_t panels = N / PANEL, panel_bytes = K * (bits == 4 ? 8 : 16), panel_dm = (K / GROUP) * 2 * PANEL;
+#pragma omp parallel
+    {
+        float *buf = (float *)malloc(sizeof(float) * K * PANEL);
+#pragma omp for schedule(static)
+        for (int64_t p = 0; p < panels; p++) {
+            expand_panel(q + p * panel_bytes, dm + p * panel_dm, K, (int)bits, buf);
+            for (int64_t r0 = 0; r0 < M; r0 += 6) {
+                const float *xr = x + r0 * K;
+                float *o = out + r0 * N + p * PANEL;
+                const float *rr = res ? res + r0 * N + p * PANEL : NULL;
+                switch (M - r0 < 6 ? M - r0 : 6) {
+                case 6: tile6(xr, K, buf, o, N, rr); break;
+                case 5: tile5(xr, K, buf, o, N, rr); break;
+                case 4: tile4(xr, K, buf, o, N, rr); break;
+                case 3: tile3(xr, K, buf, o, N, rr); break;
+                case 2: tile2(xr, K, buf, o, N, rr); break;
+                default: tile1(xr, K, buf, o, N, rr); break;
+                }
+            }
+        }
+        free(buf);
+    }
+}

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 import torch.nn.functional as F
 
+from workers.kernels.cpu import check_block_tables, check_slots
 from workers.model.layers import apply_rotary
 
 if TYPE_CHECKING:
@@ -43,6 +44,16 @@ class AttentionMetadata:
     decode_gather: torch.Tensor | None = None
     decode_bias: torch.Tensor | None = None    # [KVH * num_decode, 1, max_blocks * block_size]: 0 or -inf
     prefills: list[PrefillChunk] = field(default_factory=list)
+    validated: bool = False  # cache indices checked (once a step: the kernels run unchecked)
+
+    def validate(self, k_cache: torch.Tensor) -> None:
+        """Every index this step writes or reads lies inside the cache [KVH, num_blocks, block_size, D]."""
+        num_blocks, block_size = k_cache.shape[1], k_cache.shape[2]
+        check_slots(self.slot_mapping, num_blocks * block_size)
+        if self.num_decode:
+            check_block_tables(self.decode_block_tables, self.decode_context_lens, self.num_decode, num_blocks,
+                               block_size)
+        self.validated = True
 
 
 class PagedAttention(torch.nn.Module):
@@ -64,6 +75,8 @@ class PagedAttention(torch.nn.Module):
         tokens = qkv.shape[0]
         q_size, kv_size = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
         if self.kernels is not None:
+            if not meta.validated:
+                meta.validate(k_cache)
             # One fused pass: rotate q and k inside qkv, copy k and v to their cache slots.
             self.kernels.rotary_store_kv(qkv, cos.view(tokens, -1), sin.view(tokens, -1), meta.slot_mapping,
                                          k_cache, v_cache, self.num_heads, self.num_kv_heads, self.head_dim)

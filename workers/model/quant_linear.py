@@ -18,7 +18,10 @@ class BlockQuantLinear(nn.Module):
         self.bits = weight.bits
         self.register_buffer("q", weight.q, persistent=False)
         self.register_buffer("dm", weight.dm, persistent=False)
-        self.ops = kernels  # required: unlike the layers cpu.attach toggles, this one has no PyTorch path
+        kernels.block_quant_linear(torch.zeros(1, self.in_features), weight.q, weight.dm, weight.bits)  # checks layout
+        # Required (unlike the layers cpu.attach toggles, this one has no PyTorch path); unchecked, as the layout
+        # was just checked and the model shapes x by construction.
+        self.ops = kernels.unchecked()
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
         return self.ops.block_quant_linear(x, self.q, self.dm, self.bits, residual)

@@ -88,10 +88,11 @@ def _decode_reference(q, k_cache, v_cache, tables, lens):
     return torch.stack(out)
 
 
+@pytest.mark.parametrize("head_dim", [16, 64])  # the portable loop, and the AVX2 one (multiples of 64)
 @pytest.mark.parametrize("lens", [[1], [5, 16, 17, 40], [33, 2, 64]])
-def test_paged_decode_attention_matches_dense_attention(lens):
+def test_paged_decode_attention_matches_dense_attention(lens, head_dim):
     torch.manual_seed(len(lens))
-    heads, kv_heads, head_dim, block_size, num_blocks = 9, 3, 16, 16, 12
+    heads, kv_heads, block_size, num_blocks = 9, 3, 16, 12
     k_cache = torch.randn(kv_heads, num_blocks, block_size, head_dim)
     v_cache = torch.randn_like(k_cache)
     max_blocks = -(-max(lens) // block_size)

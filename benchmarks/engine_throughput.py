@@ -7,7 +7,10 @@
     so the rate does not depend on which requests are in the subset beyond their lengths),
 (b) transformers, static batches of 8 with left padding (a batch runs until its longest request is done;
     only each request's own wanted tokens count),
-(c) our engine through workers.LLM, all requests submitted at once.
+(c) our engine through workers.LLM, all requests submitted at once, as it serves by default: compiled CPU
+    kernels, matmuls reading the GGUF weights in their Q4_1/Q8_0 blocks. Those values are the dense float32
+    weights (a) and (b) use, bit for bit, and all arithmetic is float32; --dense-engine also measures the
+    engine with dense float32 weights (oneDNN matmuls), to show what each part contributes.
 """
 from __future__ import annotations
 
@@ -114,6 +117,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=torch.get_num_threads())
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-hf", action="store_true", help="only the engine numbers")
+    ap.add_argument("--dense-engine", action="store_true",
+                    help="also run the engine with dense float32 weights (block_quant_matmul=False)")
     args = ap.parse_args()
     if args.quick:
         args.requests, args.min_tokens, args.max_tokens, args.hf_single_subset = 8, 8, 32, 2
@@ -129,8 +134,18 @@ def main() -> None:
 
     ttft, decode = bench_engine_single(llm, requests[0][0], 64 if args.quick else 128)
     engine_tps = bench_engine(llm, requests)
-    print(f"(c) engine:                         {engine_tps:8.1f} tok/s")
+    runner = llm.engine.runner
+    path = ("compiled kernels" if runner.kernels is not None else "PyTorch ops") + ", " + (
+        "GGUF-blocked weights" if any(type(m).__name__ == "BlockQuantLinear" for m in runner.model.modules())
+        else "dense float32 weights")
+    print(f"(c) engine ({path}): {engine_tps:8.1f} tok/s")
     print(f"    engine single request:          TTFT {ttft * 1e3:.0f} ms, decode {decode:.1f} tok/s")
+    if args.dense_engine:
+        dense = LLM("smollm2-135m-instruct", dtype="float32", num_threads=args.threads, max_num_seqs=64,
+                    max_num_batched_tokens=2048, block_quant_matmul=False)
+        bench_engine(dense, requests[:2])
+        print(f"(c') engine, dense float32 weights: {bench_engine(dense, requests):8.1f} tok/s")
+        del dense
     if args.skip_hf:
         return
 

@@ -10,9 +10,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
 
 /* exp for float, branch-free so that loops calling it vectorize: exp(x) = 2^n * e^r, |r| <= ln2/2, with
  * Cephes' degree-6 polynomial for e^r (about 1 ulp). Inputs below -87.3 flush to 0. */
@@ -100,119 +97,10 @@ void tg_rotary_store_kv(float *qkv, int64_t qkv_stride, const float *cos, const 
     }
 }
 
-/* Attention of one sequence's query heads of one KV group (G = group heads, rows head_dim apart at qs) over
- * its len cached tokens; scores is scratch of G * len floats; o receives G rows of head_dim. */
-typedef struct {
-    const float *kbase, *vbase;  /* this KV head's cache: [num_blocks, block_size, head_dim] */
-    const int64_t *table;        /* the sequence's block table */
-    int64_t len, group, head_dim, block_size;
-    float scale;
-} attend_args;
-
-static void softmax_rows(float *scores, int64_t rows, int64_t len) {
-    for (int64_t g = 0; g < rows; g++) {
-        float *sg = scores + g * len;
-        float mx = sg[0];
-        for (int64_t t = 1; t < len; t++) mx = sg[t] > mx ? sg[t] : mx;
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (int64_t t = 0; t < len; t++) {
-            sg[t] = tg_expf(sg[t] - mx);
-            sum += sg[t];
-        }
-        const float inv = 1.0f / sum;
-#pragma omp simd
-        for (int64_t t = 0; t < len; t++) sg[t] *= inv;
-    }
-}
-
-static void attend_generic(const attend_args *a, const float *qs, float *scores, float *o) {
-    const int64_t len = a->len, group = a->group, D = a->head_dim, bs = a->block_size;
-    for (int64_t t0 = 0; t0 < len; t0 += bs) {
-        const float *kb = a->kbase + a->table[t0 / bs] * bs * D;
-        const int64_t m = len - t0 < bs ? len - t0 : bs;
-        for (int64_t j = 0; j < m; j++)
-            for (int64_t g = 0; g < group; g++)
-                scores[g * len + t0 + j] = tg_dot(qs + g * D, kb + j * D, D) * a->scale;
-    }
-    softmax_rows(scores, group, len);
-    memset(o, 0, sizeof(float) * group * D);
-    for (int64_t t0 = 0; t0 < len; t0 += bs) {
-        const float *vb = a->vbase + a->table[t0 / bs] * bs * D;
-        const int64_t m = len - t0 < bs ? len - t0 : bs;
-        for (int64_t j = 0; j < m; j++)
-            for (int64_t g = 0; g < group; g++) {
-                const float p = scores[g * len + t0 + j];
-                float *og = o + g * D;
-#pragma omp simd
-                for (int64_t d = 0; d < D; d++) og[d] += p * vb[j * D + d];
-            }
-    }
-}
-
-#if defined(__AVX2__) && defined(__FMA__)
-/* Eight dot products at once: eight independent FMA chains, then one transposing reduction. */
-static inline __m256 hsum8(const __m256 *a) {
-    const __m256 s01 = _mm256_hadd_ps(a[0], a[1]), s23 = _mm256_hadd_ps(a[2], a[3]);
-    const __m256 s45 = _mm256_hadd_ps(a[4], a[5]), s67 = _mm256_hadd_ps(a[6], a[7]);
-    const __m256 s0123 = _mm256_hadd_ps(s01, s23), s4567 = _mm256_hadd_ps(s45, s67);
-    return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20), _mm256_permute2f128_ps(s0123, s4567, 0x31));
-}
-
-/* head_dim a multiple of 64: keys eight at a time, values with eight accumulators per 64 dims. */
-static void attend_avx2(const attend_args *a, const float *qs, float *scores, float *o) {
-    const int64_t len = a->len, group = a->group, D = a->head_dim, bs = a->block_size;
-    const __m256 scale = _mm256_set1_ps(a->scale);
-    for (int64_t t0 = 0; t0 < len; t0 += bs) {
-        const float *kb = a->kbase + a->table[t0 / bs] * bs * D;
-        const int64_t m = len - t0 < bs ? len - t0 : bs;
-        /* Each block is its own page, where hardware prefetchers stop: fetch the next one ahead. */
-        const float *next = t0 + bs < len ? a->kbase + a->table[t0 / bs + 1] * bs * D : NULL;
-        int64_t j = 0;
-        for (; j + 8 <= m; j += 8) {
-            if (next)
-                for (int64_t l = 0; l < 8 * D; l += 16) __builtin_prefetch(next + j * D + l);
-            for (int64_t g = 0; g < group; g++) {
-                __m256 acc[8];
-                for (int u = 0; u < 8; u++) acc[u] = _mm256_setzero_ps();
-                for (int64_t c = 0; c < D; c += 8) {
-                    const __m256 qv = _mm256_loadu_ps(qs + g * D + c);
-                    for (int u = 0; u < 8; u++)
-                        acc[u] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(kb + (j + u) * D + c), acc[u]);
-                }
-                _mm256_storeu_ps(scores + g * len + t0 + j, _mm256_mul_ps(hsum8(acc), scale));
-            }
-        }
-        for (; j < m; j++)
-            for (int64_t g = 0; g < group; g++)
-                scores[g * len + t0 + j] = tg_dot(qs + g * D, kb + j * D, D) * a->scale;
-    }
-    softmax_rows(scores, group, len);
-    for (int64_t g = 0; g < group; g++)
-        for (int64_t c0 = 0; c0 < D; c0 += 64) {
-            __m256 acc[8];
-            for (int u = 0; u < 8; u++) acc[u] = _mm256_setzero_ps();
-            for (int64_t t0 = 0; t0 < len; t0 += bs) {
-                const float *vb = a->vbase + a->table[t0 / bs] * bs * D + c0;
-                const int64_t m = len - t0 < bs ? len - t0 : bs;
-                const float *next = t0 + bs < len ? a->vbase + a->table[t0 / bs + 1] * bs * D + c0 : NULL;
-                for (int64_t j = 0; j < m; j++) {
-                    if (next)
-                        for (int64_t l = 0; l < 64; l += 16) __builtin_prefetch(next + j * D + l);
-                    const __m256 p = _mm256_broadcast_ss(scores + g * len + t0 + j);
-                    for (int u = 0; u < 8; u++)
-                        acc[u] = _mm256_fmadd_ps(p, _mm256_loadu_ps(vb + j * D + 8 * u), acc[u]);
-                }
-            }
-            for (int u = 0; u < 8; u++) _mm256_storeu_ps(o + g * D + c0 + 8 * u, acc[u]);
-        }
-}
-#endif
-
 /* One query token per sequence against its paged context. q: [n, H, D] with rows q_stride apart; caches
  * [KVH, num_blocks, block_size, D]; block_tables [n, max_blocks]; context_lens [n]; out [n, H, D] dense.
- * The G = H / KVH query heads of a group read each key and value row straight from its block: no gather,
- * no padding. Work items are (sequence, KV head) pairs. */
+ * The G = H / KVH query heads of a group read each key and value row once, straight from its block: no
+ * gather, no padding. */
 void tg_paged_decode_attention(const float *q, int64_t q_stride, const float *k_cache, const float *v_cache,
                                const int64_t *block_tables, int64_t max_blocks, const int64_t *context_lens,
                                float *out, int64_t n, int64_t heads, int64_t kv_heads, int64_t head_dim,
@@ -226,22 +114,47 @@ void tg_paged_decode_attention(const float *q, int64_t q_stride, const float *k_
 #pragma omp for collapse(2) schedule(dynamic, 1)
         for (int64_t s = 0; s < n; s++) {
             for (int64_t kh = 0; kh < kv_heads; kh++) {
-                const attend_args a = {
-                    .kbase = k_cache + kh * num_blocks * block_size * head_dim,
-                    .vbase = v_cache + kh * num_blocks * block_size * head_dim,
-                    .table = block_tables + s * max_blocks,
-                    .len = context_lens[s], .group = group, .head_dim = head_dim, .block_size = block_size,
-                    .scale = scale,
-                };
+                const int64_t len = context_lens[s];
+                const int64_t *table = block_tables + s * max_blocks;
                 const float *qs = q + s * q_stride + kh * group * head_dim;
-                float *o = out + (s * heads + kh * group) * head_dim;
-#if defined(__AVX2__) && defined(__FMA__)
-                if (head_dim % 64 == 0) {
-                    attend_avx2(&a, qs, scores, o);
-                    continue;
+                const float *kbase = k_cache + kh * num_blocks * block_size * head_dim;
+                const float *vbase = v_cache + kh * num_blocks * block_size * head_dim;
+                for (int64_t t0 = 0; t0 < len; t0 += block_size) {
+                    const float *kb = kbase + table[t0 / block_size] * block_size * head_dim;
+                    const int64_t m = len - t0 < block_size ? len - t0 : block_size;
+                    for (int64_t j = 0; j < m; j++)
+                        for (int64_t g = 0; g < group; g++)
+                            scores[g * len + t0 + j] = tg_dot(qs + g * head_dim, kb + j * head_dim, head_dim) * scale;
                 }
-#endif
-                attend_generic(&a, qs, scores, o);
+                float *o = out + (s * heads + kh * group) * head_dim;
+                for (int64_t g = 0; g < group; g++) {
+                    float *sg = scores + g * len;
+                    float mx = sg[0];
+                    for (int64_t t = 1; t < len; t++) mx = sg[t] > mx ? sg[t] : mx;
+                    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+                    for (int64_t t = 0; t < len; t++) {
+                        sg[t] = tg_expf(sg[t] - mx);
+                        sum += sg[t];
+                    }
+                    const float inv = 1.0f / sum;
+#pragma omp simd
+                    for (int64_t t = 0; t < len; t++) sg[t] *= inv;
+                    memset(o + g * head_dim, 0, sizeof(float) * head_dim);
+                }
+                for (int64_t t0 = 0; t0 < len; t0 += block_size) {
+                    const float *vb = vbase + table[t0 / block_size] * block_size * head_dim;
+                    const int64_t m = len - t0 < block_size ? len - t0 : block_size;
+                    for (int64_t j = 0; j < m; j++) {
+                        const float *vr = vb + j * head_dim;
+                        for (int64_t g = 0; g < group; g++) {
+                            const float p = scores[g * len + t0 + j];
+                            float *og = o + g * head_dim;
+#pragma omp simd
+                            for (int64_t d = 0; d < head_dim; d++) og[d] += p * vr[d];
+                        }
+                    }
+                }
             }
         }
         free(scores);

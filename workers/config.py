@@ -25,6 +25,8 @@ class EngineConfig:
     # With cpu_kernels, multiply by GGUF Q4_0/Q4_1/Q8_0 weights in their blocks (4-8 bits a weight read per
     # step instead of 32). The values are the dense ones exactly and the arithmetic is float32 either way.
     block_quant_matmul: bool = True
+    # With blocked weights, decode-only steps run all layers in one kernel call (no Python between layers).
+    decoder_stack: bool = True
     seed: int = 0
 
     def __post_init__(self) -> None:

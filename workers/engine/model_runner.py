@@ -49,6 +49,9 @@ class ModelRunner:
             from workers.kernels import cpu
 
             cpu.attach(self.model, self.kernels)
+            enable = getattr(self.model, "enable_decoder_stack", None)
+            if enable is not None and config.decoder_stack:
+                enable(self.kernels)
         self.tokenizer = loaded.tokenizer
         self.block_size = config.block_size
         context = self.model.max_context_len

@@ -28,6 +28,8 @@ _SIGNATURES = {
     "tg_rotary_store_kv": [_P, _I, _P, _P, _P, _P, _P, _I, _I, _I, _I, _I],
     "tg_paged_decode_attention": [_P, _I, _P, _P, _P, _I, _P, _P, _I, _I, _I, _I, _I, _I, _F],
     "tg_block_quant_linear": [_P, _I, _I, _P, _P, _I, _I, _P, _P],
+    "tg_decoder_stack": [_P, _I, _I, _P, _P, _I, _I, _I, _I, _I, _F, _P, _P, _P, _P, _P, _I, _I, _P, _I, _P, _F,
+                         _P],
 }
 
 PANEL, GROUP = 16, 32  # the block-quantized weight layout of cpu_qlinear.c
@@ -55,6 +57,10 @@ class CpuKernels:
             fn.argtypes, fn.restype = argtypes, None
         self._lib = lib
         self.validate = validate
+
+    def decoder_stack_fn(self):
+        """The raw whole-stack decode kernel; workers.kernels.cpu_decoder.DecoderStack wraps and checks it."""
+        return self._lib.tg_decoder_stack
 
     def unchecked(self) -> CpuKernels:
         """The same kernels without argument checks, for callers whose inputs are valid by construction."""

@@ -160,3 +160,40 @@ void tg_paged_decode_attention(const float *q, int64_t q_stride, const float *k_
         free(scores);
     }
 }
+
+void tg_block_quant_linear(const float *x, int64_t M, int64_t K, const uint8_t *q, const float *dm, int64_t N,
+                           int64_t bits, float *out, const float *res);
+
+/* A decode step through a whole stack of pre-norm decoder layers (RMSNorm, fused q|k|v, rotary, GQA over the
+ * paged cache, o-projection + residual, RMSNorm, fused gate|up, SiLU * up, down-projection + residual): the
+ * same kernels the layers call one by one, without a return to Python between them.
+ *
+ * x [T, hidden] is read and overwritten with the stack's output. layers: per layer 10 addresses (input norm,
+ * post-attention norm, then q and dm of qkv, o, gate_up, down) and bits: per layer 4 (qkv, o, gate_up, down).
+ * Caches [L, KVH, num_blocks, block_size, D]. scratch: T * (2 * hidden + qkv + q_size + 3 * inter) floats. */
+void tg_decoder_stack(float *x, int64_t tokens, int64_t num_layers, const int64_t *layers, const int64_t *bits,
+                      int64_t hidden, int64_t inter, int64_t heads, int64_t kv_heads, int64_t head_dim, float eps,
+                      const float *cos, const float *sin, const int64_t *slots, float *k_cache, float *v_cache,
+                      int64_t num_blocks, int64_t block_size, const int64_t *block_tables, int64_t max_blocks,
+                      const int64_t *context_lens, float scale, float *scratch) {
+    const int64_t q_size = heads * head_dim, qkv_w = (heads + 2 * kv_heads) * head_dim;
+    const int64_t layer_cache = kv_heads * num_blocks * block_size * head_dim;
+    float *h = scratch, *mid = h + tokens * hidden, *qkv = mid + tokens * hidden, *attn = qkv + tokens * qkv_w;
+    float *gate_up = attn + tokens * q_size, *act = gate_up + tokens * 2 * inter;
+    for (int64_t l = 0; l < num_layers; l++) {
+        const int64_t *p = layers + l * 10, *b = bits + l * 4;
+        float *kc = k_cache + l * layer_cache, *vc = v_cache + l * layer_cache;
+        tg_rms_norm(x, hidden, (const float *)p[0], h, tokens, hidden, eps);
+        tg_block_quant_linear(h, tokens, hidden, (const uint8_t *)p[2], (const float *)p[3], qkv_w, b[0], qkv, NULL);
+        tg_rotary_store_kv(qkv, qkv_w, cos, sin, slots, kc, vc, tokens, heads, kv_heads, head_dim,
+                           num_blocks * block_size);
+        tg_paged_decode_attention(qkv, qkv_w, kc, vc, block_tables, max_blocks, context_lens, attn, tokens, heads,
+                                  kv_heads, head_dim, num_blocks, block_size, scale);
+        tg_block_quant_linear(attn, tokens, q_size, (const uint8_t *)p[4], (const float *)p[5], hidden, b[1], mid, x);
+        tg_rms_norm(mid, hidden, (const float *)p[1], h, tokens, hidden, eps);
+        tg_block_quant_linear(h, tokens, hidden, (const uint8_t *)p[6], (const float *)p[7], 2 * inter, b[2], gate_up,
+                              NULL);
+        tg_silu_mul(gate_up, act, tokens, inter);
+        tg_block_quant_linear(act, tokens, inter, (const uint8_t *)p[8], (const float *)p[9], hidden, b[3], x, mid);
+    }
+}

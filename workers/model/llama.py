@@ -3,6 +3,7 @@ Another architecture is one more file like this one, registered in workers.model
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
@@ -14,6 +15,10 @@ from workers.model.attention import AttentionMetadata, PagedAttention
 from workers.model.gguf_loader import GGUFCheckpoint
 from workers.model.hf_loader import HFCheckpoint
 from workers.model.layers import Linear, RMSNorm, RotaryEmbedding, SwiGLU
+
+if TYPE_CHECKING:
+    from workers.kernels.cpu import CpuKernels
+    from workers.kernels.cpu_decoder import DecoderStack
 
 
 @dataclass(slots=True, frozen=True)
@@ -195,6 +200,23 @@ class LlamaForCausalLM(nn.Module):
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.embed.weight
         self.rotary = RotaryEmbedding(cfg.head_dim, cfg.max_position_embeddings, cfg.rope_theta)
+        self.decoder_stack: DecoderStack | None = None  # set by enable_decoder_stack
+
+    def enable_decoder_stack(self, kernels: CpuKernels) -> bool:
+        """Run decode-only steps through all layers in one kernel call; possible once every linear of every
+        layer reads block-quantized weights. Returns whether it is on."""
+        from workers.kernels.cpu_decoder import DecoderStack, LayerWeights, StackShape
+
+        linears = [(l.attn.qkv, l.attn.o, l.mlp.gate_up, l.mlp.down) for l in self.layers]
+        if not all(hasattr(m, "q") and hasattr(m, "dm") for group in linears for m in group):
+            return False
+        cfg = self.config
+        layers = [LayerWeights(l.input_norm.weight.detach(), l.post_attn_norm.weight.detach(), *group)
+                  for l, group in zip(self.layers, linears)]
+        shape = StackShape(cfg.hidden_size, cfg.intermediate_size, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim,
+                           cfg.rms_norm_eps)
+        self.decoder_stack = DecoderStack(kernels, layers, shape)
+        return True
 
     # KV cache geometry, for the runner to size and allocate the pool.
     @property
@@ -215,8 +237,11 @@ class LlamaForCausalLM(nn.Module):
         Returns float32 logits [len(logits_indices), vocab] for the sampling positions only."""
         x = self.embed(input_ids)  # [T, hidden]
         cos, sin = self.rotary.lookup(positions, x.dtype)
-        for i, layer in enumerate(self.layers):
-            x = layer(x, cos, sin, k_cache[i], v_cache[i], meta)
+        if self.decoder_stack is not None and meta.num_decode == x.shape[0]:
+            x = self.decoder_stack.run(x, cos, sin, k_cache, v_cache, meta)
+        else:
+            for i, layer in enumerate(self.layers):
+                x = layer(x, cos, sin, k_cache[i], v_cache[i], meta)
         return self.lm_head(self.norm(x[logits_indices])).float()
 
     @torch.no_grad()

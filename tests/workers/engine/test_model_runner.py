@@ -110,3 +110,22 @@ def test_kv_pool_geometry(model_runner):
     assert model_runner.kv_bytes_per_block == 2 * 30 * 16 * 3 * 64 * 4
     assert model_runner.num_kv_blocks == 512
     assert model_runner.max_model_len == 8192
+
+
+def test_decoder_stack_equals_layer_by_layer_decode(model_runner):
+    """Decode-only steps run all layers in one kernel call; the layer-by-layer path must give the same logits."""
+    model = model_runner.model
+    if model.decoder_stack is None:
+        pytest.skip("no compiled kernels: there is no decoder stack")
+    seqs = [_seq(model_runner, q, name=f"stack-{i}") for i, q in enumerate(QUESTIONS)]
+    for s in seqs:
+        _step(model_runner, [(s, s.num_tokens)])  # prompt computed, first token sampled: next is a decode
+    scheduled = [ScheduledSequence(s, 1) for s in seqs]
+    _, with_stack = model_runner.forward(scheduled)
+    stack, model.decoder_stack = model.decoder_stack, None
+    try:
+        _, layer_by_layer = model_runner.forward(scheduled)  # rewrites the same KV slots with the same values
+    finally:
+        model.decoder_stack = stack
+    assert torch.allclose(with_stack, layer_by_layer, atol=1e-5, rtol=0)
+    assert torch.equal(with_stack.argmax(dim=1), layer_by_layer.argmax(dim=1))

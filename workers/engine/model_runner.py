@@ -8,8 +8,9 @@ import torch
 from workers.config import EngineConfig
 from workers.engine.sampler import Sampler
 from workers.engine.scheduler_output import ScheduledSequence, SchedulerOutput
-from workers.model.attention import AttentionMetadata, PrefillChunk
+from workers.kernels import cpu
 from workers.model import block_quant, quant_linear
+from workers.model.attention import AttentionMetadata, PrefillChunk
 from workers.model.packed_linear import can_pack, convert_for_runtime
 from workers.model.registry import load_model
 
@@ -31,23 +32,17 @@ class ModelRunner:
     def __init__(self, config: EngineConfig) -> None:
         if config.num_threads is not None:
             torch.set_num_threads(config.num_threads)
-        self.kernels = None
-        if config.cpu_kernels and config.dtype == "float32":
-            from workers.kernels import cpu
-
-            self.kernels = cpu.load()
+        self.kernels = cpu.load() if config.cpu_kernels and config.dtype == "float32" else None
         loaded = load_model(config.model, config.dtype,
                             block_weights=self.kernels is not None and config.block_quant_matmul)
         self.model = loaded.model
         if loaded.block_weights:
-            # Linears with GGUF blocks read them through the kernel; the rest (if any) get oneDNN packing.
-            quant_linear.convert_for_runtime(self.model, {path: block_quant.pack(b) for path, b in
-                                                          loaded.block_weights.items()}, self.kernels)
+            # Linears with GGUF blocks the kernel can tile read them through it; the rest get oneDNN packing.
+            packed = {path: block_quant.pack(b) for path, b in loaded.block_weights.items() if block_quant.can_pack(b)}
+            quant_linear.convert_for_runtime(self.model, packed, self.kernels)
         if can_pack(self.model):
             convert_for_runtime(self.model)
         if self.kernels is not None:
-            from workers.kernels import cpu
-
             cpu.attach(self.model, self.kernels)
             enable = getattr(self.model, "enable_decoder_stack", None)
             if enable is not None and config.decoder_stack:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 from torch import nn
-
-import numpy as np
 
 from workers.model import block_quant
 from workers.model.attention import AttentionMetadata, PagedAttention

@@ -1,6 +1,7 @@
 """ModelRunner driven directly with hand-built sequences and block tables: chunked prefill and mixed
 prefill/decode batches give the same logits and tokens as computing each sequence in one shot."""
 import itertools
+import os
 
 import pytest
 import torch
@@ -115,7 +116,7 @@ def test_kv_pool_geometry(model_runner):
 def test_decoder_stack_equals_layer_by_layer_decode(model_runner):
     """Decode-only steps run all layers in one kernel call; the layer-by-layer path must give the same logits."""
     model = model_runner.model
-    if model.decoder_stack is None:
+    if model.decoder_stack is None and not os.environ.get("CI"):  # CI has gcc: there it must exist
         pytest.skip("no compiled kernels: there is no decoder stack")
     seqs = [_seq(model_runner, q, name=f"stack-{i}") for i, q in enumerate(QUESTIONS)]
     for s in seqs:

@@ -27,6 +27,7 @@ from gateway.routing.factory import build_router
 from gateway.routing.router import Router
 from gateway.security.admin_key import ensure_admin_key
 from gateway.security.authenticator import KeyAuthenticator
+from gateway.security.cache_salt import CacheSalter
 from gateway.serving.base import ModelBackend, VersionInfo
 from gateway.serving.factory import build_backend
 from gateway.settings import Settings
@@ -90,6 +91,7 @@ class Services:
     backend: ModelBackend
     router: Router
     metrics: Metrics
+    salter: CacheSalter
     embedder: object | None = None  # gateway.embedding.embedder.Embedder, for /v1/embeddings and the cache
     cache: object | None = None  # gateway.cache.SemanticCache when settings.cache_enabled
     drain: Drain = field(default_factory=Drain)
@@ -102,16 +104,18 @@ class Services:
         database = Database(settings.resolved_database_url)
         prices = PriceBook(database)
         storage: Storage = RedisStorage(settings.redis_url) if settings.redis_url else MemoryStorage()
+        admin_key = ensure_admin_key(settings)[0]
         return cls(
             settings=settings, catalogue=catalogue, database=database, prices=prices,
             ledger=Ledger(database, prices, settings.currency),
             authenticator=KeyAuthenticator(database),
-            admin_key=ensure_admin_key(settings)[0],
+            admin_key=admin_key,
             limiter=Limiter(storage, month_usage=_month_usage(database), strategy=settings.limit_strategy,
                             window_s=settings.limit_window_s),
             backend=backend if backend is not None else build_backend(settings, catalogue),
             router=build_router(settings, catalogue, database),
             metrics=Metrics(),
+            salter=CacheSalter(settings.cache_salt_secret or admin_key, enabled=settings.prefix_cache_isolation),
             embedder=embedder,
         )
 

@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     ray_prefix_routing: bool = False  # send requests sharing a prompt prefix to the same replica
     ray_deploy: bool = True  # False: attach to applications someone else deployed
     currency: str = "USD"
+    # The engine's prefix cache is salted per tenant (gateway.security.cache_salt): a tenant never
+    # reuses, nor learns of, another tenant's cached prompt blocks. Off only for single-tenant use.
+    prefix_cache_isolation: bool = True
+    cache_salt_secret: str = ""  # "" -> derived from the admin key (the same on every replica)
     # Tenant API (gateway.api.v1, gateway.limits).
     default_max_tokens: int = 512  # when a chat request sets no max_tokens (bounds its reservation)
     limit_strategy: str = "sliding"  # "fixed" | "sliding": how RPM/TPM windows are counted

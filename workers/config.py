@@ -1,7 +1,7 @@
 """The engine's one config object."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _DTYPES = ("float32", "bfloat16")
 
@@ -18,6 +18,10 @@ class EngineConfig:
     max_num_batched_tokens: int = 1024
     max_model_len: int | None = None  # None: the model's own context length
     enable_prefix_caching: bool = True
+    # Prompt heads every tenant may share in the prefix cache despite per-request salts, e.g. a
+    # common system prompt: each a raw prompt string, or chat messages rendered by the template
+    # without a generation prompt. Everything after them is reused only under the same salt.
+    shared_prefixes: list = field(default_factory=list)
     num_threads: int | None = None  # torch intra-op threads; None leaves torch's default
     # Fused C kernels (workers/kernels) for norms, rotary + KV writes and decode attention; float32 on CPU.
     # Without a C compiler the engine falls back to the PyTorch path by itself.
@@ -42,5 +46,12 @@ class EngineConfig:
             raise ValueError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
         if self.max_num_batched_tokens < 1:
             raise ValueError(f"max_num_batched_tokens must be >= 1, got {self.max_num_batched_tokens}")
+        for i, p in enumerate(self.shared_prefixes):
+            ok = (isinstance(p, str) and p) or (isinstance(p, list) and p and all(
+                isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+                for m in p))
+            if not ok:
+                raise ValueError(f"shared_prefixes[{i}] must be a non-empty string or a list of "
+                                 "{'role', 'content'} messages")
         if self.max_model_len is not None and self.max_model_len < 1:
             raise ValueError(f"max_model_len must be >= 1, got {self.max_model_len}")

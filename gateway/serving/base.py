@@ -46,6 +46,9 @@ class GenerationRequest:
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
     ignore_eos: bool = False
+    # Opaque, per tenant: the engine's prefix cache reuses blocks only between requests with the
+    # same salt (past any operator-declared public prefix). Never the tenant's identity.
+    cache_salt: str | None = None
 
 
 @dataclass(slots=True)

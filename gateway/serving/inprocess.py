@@ -55,7 +55,8 @@ class InProcessBackend:
         params = SamplingParams(max_tokens=request.max_tokens, temperature=request.temperature,
                                 top_p=request.top_p, top_k=request.top_k, seed=request.seed,
                                 stop=list(request.stop), ignore_eos=request.ignore_eos)
-        outputs = engine.generate(request.request_id, request.prompt, messages=request.messages, params=params)
+        outputs = engine.generate(request.request_id, request.prompt, messages=request.messages, params=params,
+                                  cache_salt=request.cache_salt)
         started = False
         try:
             async for out in outputs:

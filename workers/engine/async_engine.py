@@ -105,11 +105,13 @@ class AsyncEngine:
         self._fail_streams(EngineDeadError("engine stopped"))
 
     async def generate(self, request_id: str, prompt: str | list[int] | None = None, *,
-                       messages: list[dict] | None = None,
-                       params: SamplingParams | None = None) -> AsyncIterator[RequestOutput]:
+                       messages: list[dict] | None = None, params: SamplingParams | None = None,
+                       cache_salt: str | None = None) -> AsyncIterator[RequestOutput]:
         """Stream delta outputs. Bad input raises ValueError before anything is queued; leaving
-        early (aclose, cancellation, a dropped client) aborts the request and frees its blocks."""
-        seq = self._engine.input_processor.make_sequence(request_id, prompt, messages=messages, params=params)
+        early (aclose, cancellation, a dropped client) aborts the request and frees its blocks.
+        `cache_salt` confines prefix-cache reuse to requests carrying the same salt."""
+        seq = self._engine.input_processor.make_sequence(request_id, prompt, messages=messages, params=params,
+                                                         cache_salt=cache_salt)
         if request_id in self._streams:
             raise ValueError(f"request_id {request_id!r} is already in flight")
         await self.start()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
-from workers.engine.block import Block, chain_hash
+from workers.engine.block import Block, chain_hash, salted
 from workers.engine.sequence import Sequence
 
 
@@ -59,6 +59,7 @@ class BlockManager:
         parent = None
         for i in range(self._num_lookup_blocks(seq)):
             tokens = tuple(seq.block_tokens(i))
+            parent = _chain_parent(seq, i, parent)
             h = chain_hash(parent, tokens)
             block_id = self._cached.get(h)
             if block_id is None or not self._matches(self.blocks[block_id], parent, tokens):
@@ -98,6 +99,7 @@ class BlockManager:
         parent = self.blocks[seq.block_table[start - 1]].hash if start else None
         for i in range(start, end):
             block = self.blocks[seq.block_table[i]]
+            parent = _chain_parent(seq, i, parent)
             if block.hash is None:
                 tokens = tuple(seq.block_tokens(i))
                 block.hash, block.parent_hash, block.token_ids = chain_hash(parent, tokens), parent, tokens
@@ -163,3 +165,8 @@ class BlockManager:
         else:  # partial, or a twin whose hash another block publishes: nothing to keep
             block.forget()
             self._free.append(block.block_id)
+
+
+def _chain_parent(seq: Sequence, i: int, parent: int | None) -> int | None:
+    """The parent block i hashes under: the salt joins the chain at the first non-public block."""
+    return salted(parent, seq.cache_salt) if i == seq.salt_block else parent

@@ -23,11 +23,13 @@ class PromptTokenizer(Protocol):
 
 class InputProcessor:
     def __init__(self, tokenizer: PromptTokenizer, *, max_model_len: int, kv_capacity_tokens: int,
-                 block_size: int) -> None:
+                 block_size: int, shared_prefixes: list[str | list[dict]] = ()) -> None:
         self.tokenizer = tokenizer
         self.max_model_len = max_model_len
         self.kv_capacity_tokens = kv_capacity_tokens
         self.block_size = block_size
+        # Token ids of the operator's public prefixes, longest first (the longest match wins).
+        self.public_prefixes = sorted((self._prefix_ids(p) for p in shared_prefixes), key=len, reverse=True)
 
     def tokenize(self, prompt: str | list[int] | None = None, messages: list[dict] | None = None) -> list[int]:
         if (prompt is None) == (messages is None):
@@ -37,14 +39,33 @@ class InputProcessor:
         return ids
 
     def make_sequence(self, request_id: str, prompt: str | list[int] | None = None, *,
-                      messages: list[dict] | None = None, params: SamplingParams | None = None) -> Sequence:
+                      messages: list[dict] | None = None, params: SamplingParams | None = None,
+                      cache_salt: str | None = None) -> Sequence:
+        """`cache_salt`: an opaque per-tenant string; prefix-cache blocks past the public prefix
+        are reused only by requests with the same salt. None shares them with every caller."""
         if not isinstance(request_id, str) or not request_id:
             raise ValueError(f"request_id must be a non-empty string, got {request_id!r}")
         params = SamplingParams() if params is None else params
         if not isinstance(params, SamplingParams):
             raise ValueError(f"params must be SamplingParams, got {type(params).__name__}")
+        if cache_salt is not None and (not isinstance(cache_salt, str) or not 0 < len(cache_salt) <= 256):
+            raise ValueError("cache_salt must be a non-empty string of at most 256 characters")
         ids = self.tokenize(prompt, messages)
-        return Sequence(request_id, list(ids), len(ids), params, self.block_size)
+        seq = Sequence(request_id, list(ids), len(ids), params, self.block_size, cache_salt=cache_salt)
+        seq.num_public_tokens = self.public_prefix_len(ids)
+        return seq
+
+    def public_prefix_len(self, ids: list[int]) -> int:
+        """Length of the longest declared public prefix that `ids` starts with (0: none)."""
+        for p in self.public_prefixes:
+            if len(p) <= len(ids) and ids[:len(p)] == p:
+                return len(p)
+        return 0
+
+    def _prefix_ids(self, prefix: str | list[dict]) -> list[int]:
+        if isinstance(prefix, str):
+            return self.tokenizer.encode(prefix)
+        return list(self.tokenizer.apply_chat_template(prefix, add_generation_prompt=False))
 
     def _tokenize_prompt(self, prompt: object) -> list[int]:
         if isinstance(prompt, str):

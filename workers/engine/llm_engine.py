@@ -32,7 +32,8 @@ class LLMEngine:
         self.max_model_len = min(self.runner.max_model_len, config.max_model_len or self.runner.max_model_len)
         kv_capacity = self.runner.num_kv_blocks * config.block_size
         self.input_processor = InputProcessor(self.tokenizer, max_model_len=self.max_model_len,
-                                              kv_capacity_tokens=kv_capacity, block_size=config.block_size)
+                                              kv_capacity_tokens=kv_capacity, block_size=config.block_size,
+                                              shared_prefixes=config.shared_prefixes)
         self.block_manager = BlockManager(self.runner.num_kv_blocks, config.block_size,
                                           config.enable_prefix_caching)
         # A sequence may never outgrow the pool, or preempting everyone else would not save it.
@@ -42,10 +43,12 @@ class LLMEngine:
         self.metrics = EngineMetrics(model_name or config.model, registry)
 
     def add_request(self, request_id: str, prompt: str | list[int] | None = None, *,
-                    messages: list[dict] | None = None, params: SamplingParams | None = None) -> None:
+                    messages: list[dict] | None = None, params: SamplingParams | None = None,
+                    cache_salt: str | None = None) -> None:
         """Validate and queue a request; ValueError (naming the field) leaves the engine untouched."""
         self._check_new_id(request_id)
-        seq = self.input_processor.make_sequence(request_id, prompt, messages=messages, params=params)
+        seq = self.input_processor.make_sequence(request_id, prompt, messages=messages, params=params,
+                                                 cache_salt=cache_salt)
         self.add_sequence(seq, prompt if isinstance(prompt, str) else None)
 
     def add_sequence(self, seq: Sequence, prompt: str | None = None) -> None:

@@ -28,6 +28,10 @@ class Sequence:
     status: SequenceStatus = SequenceStatus.WAITING
     num_computed_tokens: int = 0
     num_cached_tokens: int = 0  # prompt tokens served from the prefix cache (first schedule)
+    # Prefix-cache isolation: blocks past the first `num_public_tokens` are hashed under this salt,
+    # so only requests with the same salt (the same tenant) reuse them. None: shared with all.
+    cache_salt: str | None = None
+    num_public_tokens: int = 0  # a leading operator-declared public prefix, shared across salts
     block_table: list[int] = field(default_factory=list)
     finish_reason: str | None = None  # "stop" | "length" | "abort"
     first_scheduled_time: float | None = None
@@ -53,6 +57,11 @@ class Sequence:
     @property
     def is_finished(self) -> bool:
         return self.status is SequenceStatus.FINISHED
+
+    @property
+    def salt_block(self) -> int | None:
+        """Index of the first block hashed under the salt: the first not wholly public."""
+        return None if self.cache_salt is None else self.num_public_tokens // self.block_size
 
     def block_tokens(self, i: int) -> list[int]:
         return self.token_ids[i * self.block_size:(i + 1) * self.block_size]

@@ -48,7 +48,8 @@ class VersionServer:
         params = SamplingParams(**{k: request[k] for k in _SAMPLING if k in request})
         # A fresh id per attempt: a retry may reach this replica while the last one still aborts.
         rid = f"{request['request_id']}-{uuid.uuid4().hex[:8]}"
-        outputs = self._engine.generate(rid, request.get("prompt"), messages=request.get("messages"), params=params)
+        outputs = self._engine.generate(rid, request.get("prompt"), messages=request.get("messages"), params=params,
+                                        cache_salt=request.get("cache_salt"))
         first = True
         self._active += 1
         try:

@@ -280,7 +280,7 @@ async def open_generation(run: Run) -> tuple[AsyncIterator[GenerationChunk], Gen
         stream = svc.backend.stream(GenerationRequest(
             request_id=run.request_id, version=version, prompt=job.prompt, messages=job.messages,
             max_tokens=run.max_tokens, temperature=job.temperature, top_p=job.top_p, seed=job.seed,
-            stop=job.stop))
+            stop=job.stop, cache_salt=svc.salter.salt(run.principal.tenant_id)))
         try:
             async with asyncio.timeout(run.remaining_s()):
                 first = await anext(stream)

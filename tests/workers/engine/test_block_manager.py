@@ -170,3 +170,49 @@ def test_twins_computed_together_publish_one_block_and_both_free_cleanly():
     assert_all_free(bm)
     assert bm.num_cached_blocks == 1
     assert len(bm.find_cached_prefix(make_seq(range(5), "c"))) == 1
+
+
+def salted_seq(tokens, rid, salt, public=0):
+    seq = make_seq(tokens, rid)
+    seq.cache_salt, seq.num_public_tokens = salt, public
+    return seq
+
+
+def test_a_salted_prefix_is_reused_only_under_the_same_salt():
+    bm = BlockManager(32, BS)
+    a = salted_seq(range(13), "a", "tenant-a")
+    compute(bm, a, 13)
+    assert bm.find_cached_prefix(salted_seq(range(13), "b", "tenant-b")) == []
+    assert bm.find_cached_prefix(make_seq(range(13), "anon")) == []  # unsalted sees nothing either
+    assert bm.find_cached_prefix(salted_seq(range(13), "a2", "tenant-a")) == a.block_table[:3]
+
+
+def test_unsalted_blocks_are_not_found_by_a_salted_request():
+    bm = BlockManager(32, BS)
+    compute(bm, make_seq(range(13), "anon"), 13)
+    assert bm.find_cached_prefix(salted_seq(range(13), "b", "tenant-b")) == []
+
+
+def test_a_declared_public_prefix_is_shared_across_salts_and_the_rest_is_not():
+    bm = BlockManager(32, BS)
+    # 9 public tokens: blocks 0 and 1 are wholly public; block 2 (tokens 8..11) is salted.
+    a = salted_seq(range(13), "a", "tenant-a", public=9)
+    compute(bm, a, 13)
+    b = salted_seq(range(13), "b", "tenant-b", public=9)
+    assert bm.find_cached_prefix(b) == a.block_table[:2]
+    compute(bm, b, 13 - 2 * BS, bm.find_cached_prefix(b))
+    assert b.block_table[2] != a.block_table[2]
+    # tenant-b's own third block is now published under its own salt.
+    assert bm.find_cached_prefix(salted_seq(range(13), "b2", "tenant-b", public=9)) == b.block_table[:3]
+    assert bm.find_cached_prefix(salted_seq(range(13), "a2", "tenant-a", public=9)) == a.block_table[:3]
+
+
+def test_salted_blocks_published_by_decoding_stay_in_the_salted_chain():
+    bm = BlockManager(16, BS)
+    a = salted_seq(range(3), "a", "s")
+    compute(bm, a, 3)
+    for t in (90, 91, 92, 93, 94):
+        a.token_ids.append(t)
+        compute(bm, a, 1)
+    assert bm.find_cached_prefix(salted_seq(a.token_ids + [7], "b", "s")) == a.block_table[:2]
+    assert bm.find_cached_prefix(salted_seq(a.token_ids + [7], "c", "other")) == []

@@ -176,3 +176,20 @@ def test_randomised_mix_with_shared_prefixes_preemption_and_aborts(seed):
             assert ref.token_ids[:len(out.outputs[0].token_ids)] == out.outputs[0].token_ids
         else:
             assert out.outputs[0].token_ids == ref.token_ids and out.outputs[0].text == ref.text
+
+
+def _cached_tokens(eng, rid, salt, messages):
+    eng.add_request(rid, messages=messages, params=GREEDY, cache_salt=salt)
+    return drain(eng)[rid].num_cached_tokens
+
+
+def test_salted_requests_share_only_the_declared_public_prefix():
+    system = [{"role": "system", "content": "You answer briefly and politely, always."}]
+    convo = system + [{"role": "user", "content": "What is the tallest mountain on Earth?"}]
+    eng = engine(shared_prefixes=[system])
+    public = len(eng.input_processor.public_prefixes[0]) // 4 * 4  # whole public blocks
+    assert public > 0
+    assert _cached_tokens(eng, "a1", "salt-a", convo) == 0
+    assert _cached_tokens(eng, "b1", "salt-b", convo) == public  # the system prompt, nothing after it
+    assert _cached_tokens(eng, "a2", "salt-a", convo) > public  # a's own question too
+    assert_no_leaks(eng)

@@ -135,7 +135,7 @@ def main() -> None:
     ttft, decode = bench_engine_single(llm, requests[0][0], 64 if args.quick else 128)
     engine_tps = bench_engine(llm, requests)
     runner = llm.engine.runner
-    path = ("compiled kernels" if runner.kernels is not None else "PyTorch ops") + ", " + (
+    path = runner.kernels.describe() + ", " + (
         "GGUF-blocked weights" if any(type(m).__name__ == "BlockQuantLinear" for m in runner.model.modules())
         else "dense float32 weights")
     print(f"(c) engine ({path}): {engine_tps:8.1f} tok/s")

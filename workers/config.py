@@ -3,16 +3,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-_DTYPES = ("float32", "bfloat16")
+_DTYPES = ("float32", "bfloat16", "float16")
+_DEVICES = ("cpu", "cuda")
+_KERNELS = ("auto", "cpu", "triton", "torch")
+_QUANTIZATION = (None, "int8", "int4", "q8_0")
 
 
 @dataclass(slots=True)
 class EngineConfig:
     model: str = "smollm2-135m-instruct"  # a catalogue name (workers.model.registry) or a path
     dtype: str = "float32"
+    # Where weights, the KV cache, per-step metadata and sampling live: "cuda" when a GPU is visible, else "cpu".
+    device: str | None = None
+    # The kernel set every layer runs (workers.model.kernel_sets): "auto" is Triton on CUDA, the compiled C
+    # kernels for float32 on the CPU, PyTorch where neither applies; "triton" on the CPU needs TRITON_INTERPRET=1.
+    kernels: str = "auto"
+    # Weight-only quantization at load time of every linear but the output head: "int8" (per output channel,
+    # W8A16), "int4" (scale and minimum per 128 inputs, or 64 where 128 does not divide a row; W4A16) or
+    # "q8_0" (GGUF Q8_0 blocks). None: GGUF files keep their own blocks, other checkpoints stay dense.
+    quantization: str | None = None
     block_size: int = 16
-    # KV pool size: num_kv_blocks wins when set, else it is derived from kv_cache_memory_bytes.
+    # KV pool size: num_kv_blocks wins when set; else on CUDA it is what gpu_memory_utilization of the device's
+    # memory leaves after the weights and activations, and on the CPU kv_cache_memory_bytes.
     kv_cache_memory_bytes: int = 512 * 1024 * 1024
+    gpu_memory_utilization: float = 0.9
+    # Decode-only steps on CUDA replay CUDA graphs captured per batch-size bucket (no Python between kernels).
+    cuda_graphs: bool = True
     num_kv_blocks: int | None = None
     max_num_seqs: int = 64
     max_num_batched_tokens: int = 1024
@@ -23,11 +39,9 @@ class EngineConfig:
     # without a generation prompt. Everything after them is reused only under the same salt.
     shared_prefixes: list = field(default_factory=list)
     num_threads: int | None = None  # torch intra-op threads; None leaves torch's default
-    # Fused C kernels (workers/kernels) for norms, rotary + KV writes and decode attention; float32 on CPU.
-    # Without a C compiler the engine falls back to the PyTorch path by itself.
-    cpu_kernels: bool = True
-    # With cpu_kernels, multiply by GGUF Q4_0/Q4_1/Q8_0 weights in their blocks (4-8 bits a weight read per
-    # step instead of 32). The values are the dense ones exactly and the arithmetic is float32 either way.
+    # With the CPU kernels (without a C compiler the engine runs PyTorch ops by itself): multiply by GGUF
+    # Q4_0/Q4_1/Q8_0 (or load-time int8/int4) weights in their blocks, 4-8 bits a weight read per step instead of
+    # 32. The values are the dense ones exactly and the arithmetic is float32 either way.
     block_quant_matmul: bool = True
     # With blocked weights, decode-only steps run all layers in one kernel call (no Python between layers).
     decoder_stack: bool = True
@@ -36,6 +50,18 @@ class EngineConfig:
     def __post_init__(self) -> None:
         if self.dtype not in _DTYPES:
             raise ValueError(f"dtype must be one of {_DTYPES}, got {self.dtype!r}")
+        if self.device is None:
+            import torch
+
+            self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        if self.device.split(":")[0] not in _DEVICES:
+            raise ValueError(f"device must be one of {_DEVICES} (optionally 'cuda:N'), got {self.device!r}")
+        if self.kernels not in _KERNELS:
+            raise ValueError(f"kernels must be one of {_KERNELS}, got {self.kernels!r}")
+        if self.quantization not in _QUANTIZATION:
+            raise ValueError(f"quantization must be one of {_QUANTIZATION}, got {self.quantization!r}")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
         if self.block_size < 1:
             raise ValueError(f"block_size must be >= 1, got {self.block_size}")
         if self.num_kv_blocks is not None and self.num_kv_blocks < 1:

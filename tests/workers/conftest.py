@@ -32,7 +32,7 @@ def dense_runner():
     from workers.config import EngineConfig
     from workers.engine.model_runner import ModelRunner
 
-    return ModelRunner(EngineConfig(num_kv_blocks=128, num_threads=2, cpu_kernels=False))
+    return ModelRunner(EngineConfig(num_kv_blocks=128, num_threads=2, kernels="torch"))
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,10 @@ from workers.config import EngineConfig
 
 
 @pytest.mark.parametrize("kwargs, field", [
-    ({"dtype": "float16"}, "dtype"),
+    ({"dtype": "float64"}, "dtype"),
+    ({"device": "tpu"}, "device"),
+    ({"kernels": "fast"}, "kernels"),
+    ({"quantization": "int2"}, "quantization"),
     ({"block_size": 0}, "block_size"),
     ({"num_kv_blocks": 0}, "num_kv_blocks"),
     ({"kv_cache_memory_bytes": 0}, "kv_cache_memory_bytes"),

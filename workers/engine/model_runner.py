@@ -6,15 +6,13 @@ from dataclasses import dataclass
 import torch
 
 from workers.config import EngineConfig
+from workers.engine.kv_budget import kv_cache_bytes
 from workers.engine.sampler import Sampler
 from workers.engine.scheduler_output import ScheduledSequence, SchedulerOutput
-from workers.kernels import cpu
-from workers.model import block_quant, quant_linear
 from workers.model.attention import AttentionMetadata, PrefillChunk
-from workers.model.packed_linear import can_pack, convert_for_runtime
+from workers.model.kernel_sets.registry import select
 from workers.model.registry import load_model
-
-_ELEMENT_BYTES = {torch.float32: 4, torch.bfloat16: 2}
+from workers.model.runtime import linear_weights, to_runtime
 
 
 @dataclass(slots=True)
@@ -32,21 +30,14 @@ class ModelRunner:
     def __init__(self, config: EngineConfig) -> None:
         if config.num_threads is not None:
             torch.set_num_threads(config.num_threads)
-        self.kernels = cpu.load() if config.cpu_kernels and config.dtype == "float32" else None
+        self.device = torch.device(config.device)
+        # Chosen once: every layer calls this set's ops; nothing tests the device per call.
+        self.kernels = select(config.kernels, self.device, config.dtype, blocked_weights=config.block_quant_matmul,
+                              decoder_stack=config.decoder_stack)
         loaded = load_model(config.model, config.dtype,
-                            block_weights=self.kernels is not None and config.block_quant_matmul)
-        self.model = loaded.model
-        if loaded.block_weights:
-            # Linears with GGUF blocks the kernel can tile read them through it; the rest get oneDNN packing.
-            packed = {path: block_quant.pack(b) for path, b in loaded.block_weights.items() if block_quant.can_pack(b)}
-            quant_linear.convert_for_runtime(self.model, packed, self.kernels)
-        if can_pack(self.model):
-            convert_for_runtime(self.model)
-        if self.kernels is not None:
-            cpu.attach(self.model, self.kernels)
-            enable = getattr(self.model, "enable_decoder_stack", None)
-            if enable is not None and config.decoder_stack:
-                enable(self.kernels)
+                            gguf_weights=self.kernels.reads_blocks and config.quantization is None)
+        weights = linear_weights(loaded.model, config.quantization, loaded.gguf_weights)
+        self.model = to_runtime(loaded.model, weights, self.kernels)
         self.tokenizer = loaded.tokenizer
         self.block_size = config.block_size
         context = self.model.max_context_len
@@ -56,15 +47,21 @@ class ModelRunner:
         cfg = self.model.config
         dtype = self.model.dtype
         # K and V, every layer, one block.
-        self.kv_bytes_per_block = 2 * cfg.num_layers * self.block_size * cfg.num_kv_heads * cfg.head_dim * _ELEMENT_BYTES[dtype]
-        self.num_kv_blocks = config.num_kv_blocks or config.kv_cache_memory_bytes // self.kv_bytes_per_block
+        self.kv_bytes_per_block = (2 * cfg.num_layers * self.block_size * cfg.num_kv_heads * cfg.head_dim
+                                   * dtype.itemsize)
+        self.num_kv_blocks = config.num_kv_blocks or kv_cache_bytes(config, self.device, cfg) // self.kv_bytes_per_block
         if self.num_kv_blocks < 1:
-            raise ValueError(f"kv_cache_memory_bytes {config.kv_cache_memory_bytes} holds no block "
-                             f"({self.kv_bytes_per_block} bytes each)")
+            raise ValueError(f"the KV cache budget holds no block ({self.kv_bytes_per_block} bytes each)")
         shape = (cfg.num_layers, cfg.num_kv_heads, self.num_kv_blocks, self.block_size, cfg.head_dim)
-        self.k_cache = torch.zeros(shape, dtype=dtype)  # [layers, kv_heads, blocks, block_size, head_dim]
-        self.v_cache = torch.zeros(shape, dtype=dtype)
-        self.sampler = Sampler(config.seed)
+        # [layers, kv_heads, blocks, block_size, head_dim]
+        self.k_cache = torch.zeros(shape, dtype=dtype, device=self.device)
+        self.v_cache = torch.zeros(shape, dtype=dtype, device=self.device)
+        self.sampler = Sampler(config.seed, self.device)
+        self.graphs = None
+        if self.device.type == "cuda" and config.cuda_graphs and self.kernels.supports_cuda_graphs:
+            from workers.engine.cuda_graphs import DecodeGraphs  # the only CUDA-specific code, behind one switch
+
+            self.graphs = DecodeGraphs(self, max_batch=config.max_num_seqs)
 
     def release(self, request_id: str) -> None:
         self.sampler.release(request_id)
@@ -80,8 +77,10 @@ class ModelRunner:
     def forward(self, scheduled: list[ScheduledSequence]) -> tuple[StepBatch, torch.Tensor]:
         """Write the scheduled tokens' KV into the cache; float32 logits [num_sampling, vocab] in batch.sample_rows order."""
         batch = self.prepare(scheduled)
-        logits = self.model(batch.input_ids, batch.positions, self.k_cache, self.v_cache, batch.meta,
-                            batch.logits_indices)
+        logits = self.graphs.run(batch) if self.graphs is not None else None
+        if logits is None:
+            logits = self.model(batch.input_ids, batch.positions, self.k_cache, self.v_cache, batch.meta,
+                                batch.logits_indices)
         return batch, logits
 
     def sample(self, scheduled: list[ScheduledSequence], batch: StepBatch, logits: torch.Tensor) -> list[int | None]:
@@ -99,8 +98,13 @@ class ModelRunner:
         if len(s.seq.block_table) * self.block_size < end:
             raise ValueError(f"{s.seq.request_id}: block table of {len(s.seq.block_table)} blocks "
                              f"does not cover {end} tokens")
+        table = s.seq.block_table[:(end + self.block_size - 1) // self.block_size]
+        if min(table) < 0 or max(table) >= self.num_kv_blocks:
+            raise ValueError(f"{s.seq.request_id}: block ids out of range [0, {self.num_kv_blocks})")
 
     def prepare(self, scheduled: list[ScheduledSequence]) -> StepBatch:
+        """Build the step's tensors from the sequences, checking every block id on the host first, so the
+        kernels run unchecked and nothing synchronises with the device inside the layers."""
         bs = self.block_size
         decode = [i for i, s in enumerate(scheduled) if s.num_new_tokens == 1]
         prefill = [i for i, s in enumerate(scheduled) if s.num_new_tokens > 1]
@@ -109,7 +113,7 @@ class ModelRunner:
         slots: list[int] = []
         last_index: dict[int, int] = {}
 
-        # Decode: one token per sequence, attending over its padded block table.
+        # Decode: one token per sequence, attending over its block table.
         tables, lengths = [], []
         for i in decode:
             s = scheduled[i]
@@ -121,43 +125,48 @@ class ModelRunner:
             slots.append(table[pos // bs] * bs + pos % bs)
             lengths.append(pos + 1)
             tables.append(table[:pos // bs + 1])
-        meta = AttentionMetadata(slot_mapping=torch.empty(0, dtype=torch.long), num_decode=len(decode))
-        if decode:
-            max_blocks = max(len(t) for t in tables)
-            meta.decode_block_tables = torch.tensor([t + [0] * (max_blocks - len(t)) for t in tables], dtype=torch.long)
-            meta.decode_context_lens = torch.tensor(lengths, dtype=torch.long)
-        if decode and self.kernels is None:
-            heads = torch.arange(self.model.config.num_kv_heads).unsqueeze(1) * self.num_kv_blocks
-            meta.decode_gather = (heads + meta.decode_block_tables.view(1, -1)).view(-1)
-            visible = torch.arange(max_blocks * bs).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
-            bias = torch.zeros(visible.shape, dtype=self.model.dtype).masked_fill_(~visible, float("-inf"))
-            # [KVH * n, 1, L], the batch order of the attention's baddbmm; broadcasts over the query group.
-            meta.decode_bias = bias.repeat(self.model.config.num_kv_heads, 1).unsqueeze(1)
 
         # Prefill chunks: contiguous runs after the decode tokens.
+        starts, chunk_tables, chunk_lens = [], [], []
         for i in prefill:
             s = scheduled[i]
             self._check_blocks(s)
             start, n = s.start, s.num_new_tokens
             end = start + n
             table = s.seq.block_table[:(end + bs - 1) // bs]
-            flat = len(ids)
+            starts.append(len(ids))
             ids.extend(s.seq.token_ids[start:end])
             positions.extend(range(start, end))
             slots.extend(table[p // bs] * bs + p % bs for p in range(start, end))
-            mask = None
-            if start > 0:
-                # Query start+q sees cached keys 0..start+q.
-                mask = torch.arange(end).unsqueeze(0) <= torch.arange(start, end).unsqueeze(1)
-            meta.prefills.append(PrefillChunk(flat, flat + n, end, torch.tensor(table, dtype=torch.long), mask))
-            last_index[i] = flat + n - 1
+            chunk_tables.append(table)
+            chunk_lens.append(end)
+            last_index[i] = len(ids) - 1
 
-        meta.slot_mapping = torch.tensor(slots, dtype=torch.long)
+        meta = AttentionMetadata(slot_mapping=self._tensor(slots), num_decode=len(decode), validated=True)
+        if decode:
+            meta.decode_block_tables = self._tensor(_padded(tables))
+            meta.decode_context_lens = self._tensor(lengths)
+        if prefill:
+            meta.prefill_query_start = self._tensor(starts + [len(ids)])
+            meta.prefill_block_tables = self._tensor(_padded(chunk_tables))
+            meta.prefill_context_lens = self._tensor(chunk_lens)
+            meta.max_prefill_len = max(scheduled[i].num_new_tokens for i in prefill)
+            for p, (start, table) in enumerate(zip(starts, chunk_tables)):
+                end = start + scheduled[prefill[p]].num_new_tokens
+                meta.prefills.append(PrefillChunk(start, end, chunk_lens[p], meta.prefill_block_tables[p, :len(table)]))
         sample_rows = [i for i in decode + prefill if scheduled[i].samples]
         return StepBatch(
-            input_ids=torch.tensor(ids, dtype=torch.long),
-            positions=torch.tensor(positions, dtype=torch.long),
+            input_ids=self._tensor(ids),
+            positions=self._tensor(positions),
             meta=meta,
-            logits_indices=torch.tensor([last_index[i] for i in sample_rows], dtype=torch.long),
+            logits_indices=self._tensor([last_index[i] for i in sample_rows]),
             sample_rows=sample_rows,
         )
+
+    def _tensor(self, values: list) -> torch.Tensor:
+        return torch.tensor(values, dtype=torch.long, device=self.device)
+
+
+def _padded(tables: list[list[int]]) -> list[list[int]]:
+    width = max(len(t) for t in tables)
+    return [t + [0] * (width - len(t)) for t in tables]

@@ -27,16 +27,17 @@ def filtered_probs(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch
 
 
 class Sampler:
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, device: torch.device | str = "cpu") -> None:
         # Requests without a seed of their own draw one from this stream: a run is reproducible end to end.
         self._seeds = torch.Generator().manual_seed(seed)
-        self._generators: dict[str, torch.Generator] = {}
+        self._generators: dict[str, torch.Generator] = {}  # on the logits' device, so sampling stays there
+        self.device = torch.device(device)
 
     def _generator(self, request_id: str, params: SamplingParams) -> torch.Generator:
         gen = self._generators.get(request_id)
         if gen is None:
             seed = params.seed if params.seed is not None else int(torch.randint(2**62, (1,), generator=self._seeds))
-            gen = self._generators[request_id] = torch.Generator().manual_seed(seed)
+            gen = self._generators[request_id] = torch.Generator(device=self.device).manual_seed(seed)
         return gen
 
     def release(self, request_id: str) -> None:
@@ -51,9 +52,9 @@ class Sampler:
         picked = [params[i] for i in rows]
         probs = filtered_probs(
             logits[rows],
-            torch.tensor([p.temperature for p in picked], dtype=logits.dtype),
-            torch.tensor([max(p.top_k, 0) for p in picked], dtype=torch.long),
-            torch.tensor([p.top_p for p in picked], dtype=logits.dtype),
+            torch.tensor([p.temperature for p in picked], dtype=logits.dtype, device=logits.device),
+            torch.tensor([max(p.top_k, 0) for p in picked], dtype=torch.long, device=logits.device),
+            torch.tensor([p.top_p for p in picked], dtype=logits.dtype, device=logits.device),
         )
         for j, i in enumerate(rows):
             gen = self._generator(request_ids[i], params[i])

@@ -210,17 +210,6 @@ def check_block_tables(block_tables: torch.Tensor, context_lens: torch.Tensor, r
             raise ValueError("context_lens must be >= 1 and covered by the block tables")
 
 
-def attach(model: torch.nn.Module, kernels: CpuKernels | None) -> int:
-    """Point every layer that has a kernel path (a `kernels` attribute) at `kernels`, or back to its PyTorch
-    path with None; returns how many layers. float32 models only: the kernels compute in float32."""
-    if kernels is not None and any(p.dtype != torch.float32 for p in model.parameters()):
-        raise ValueError("the CPU kernels run float32 models only")
-    layers = [m for m in model.modules() if hasattr(m, "kernels")]
-    for m in layers:
-        m.kernels = None if kernels is None else kernels.unchecked()
-    return len(layers)
-
-
 @functools.cache
 def load() -> CpuKernels | None:
     """The kernels for this machine, compiled on first call; None when unavailable or switched off."""

@@ -13,17 +13,22 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from gguf import GGMLQuantizationType
 
 PANEL = 16
 GROUP = 32
 
-# type -> (bytes per 32-weight block, bits the packed q needs)
+# GGUF type name -> (bytes per 32-weight block, bits the packed q needs). Keyed by name, not by gguf's enum,
+# so that machines without the gguf package (GPU hosts running benchmarks/gpu_check.py) can import this.
 FORMATS = {
-    GGMLQuantizationType.Q4_0: (18, 4),
-    GGMLQuantizationType.Q4_1: (20, 4),
-    GGMLQuantizationType.Q8_0: (34, 8),
+    "Q4_0": (18, 4),
+    "Q4_1": (20, 4),
+    "Q8_0": (34, 8),
 }
+
+
+def qtype_name(qtype) -> str:
+    """A GGUF type as its name: accepts gguf's GGMLQuantizationType or the name itself."""
+    return getattr(qtype, "name", qtype)
 
 
 @dataclass(slots=True, frozen=True)
@@ -60,25 +65,27 @@ class PackedWeight:
         return self.q.shape[1]
 
 
-def decode(raw: np.ndarray, qtype: GGMLQuantizationType, shape: tuple[int, int]) -> Blocks:
-    """raw: the tensor's bytes (any shape, row-major); shape: (rows, cols) of the weight."""
+def decode(raw: np.ndarray, qtype, shape: tuple[int, int]) -> Blocks:
+    """raw: the tensor's bytes (any shape, row-major); shape: (rows, cols) of the weight; qtype: a FORMATS name
+    or gguf's enum member."""
+    qtype = qtype_name(qtype)
     if qtype not in FORMATS:
-        raise ValueError(f"GGUF type {qtype.name} has no block-quantized kernel")
+        raise ValueError(f"GGUF type {qtype} has no block-quantized kernel")
     rows, cols = shape
     if cols % GROUP:
         raise ValueError(f"{cols} columns do not split into blocks of {GROUP}")
     block_bytes, bits = FORMATS[qtype]
     blocks = np.ascontiguousarray(raw, dtype=np.uint8).reshape(rows, cols // GROUP, block_bytes)
     d = blocks[..., 0:2].copy().view(np.float16)[..., 0].astype(np.float32)
-    if qtype == GGMLQuantizationType.Q8_0:
+    if qtype == "Q8_0":
         q = blocks[..., 2:].copy().view(np.int8).astype(np.int16)
         m = np.zeros_like(d)
     else:
-        start = 4 if qtype == GGMLQuantizationType.Q4_1 else 2
+        start = 4 if qtype == "Q4_1" else 2
         nibbles = blocks[..., start:]
         q = np.concatenate([nibbles & 0x0F, nibbles >> 4], axis=-1).astype(np.int16)  # weights 0..15, then 16..31
         m = blocks[..., 2:4].copy().view(np.float16)[..., 0].astype(np.float32) \
-            if qtype == GGMLQuantizationType.Q4_1 else -8 * d
+            if qtype == "Q4_1" else -8 * d
     return Blocks(q.reshape(rows, cols), d, m, bits)
 
 

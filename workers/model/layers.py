@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 if TYPE_CHECKING:
-    from workers.kernels.cpu import CpuKernels
+    from workers.model.kernel_sets.base import KernelSet
 
 
 class Linear(nn.Linear):
@@ -30,17 +30,21 @@ class RMSNorm(nn.Module):
         super().__init__()
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(dim, dtype=dtype))
-        self.kernels: CpuKernels | None = None  # set by workers.kernels.cpu.attach (float32 models)
+        self.kernels: KernelSet | None = None  # set once by the model's kernel set
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.kernels is not None and x.dim() == 2:
-            return self.kernels.rms_norm(x, self.weight, self.eps)  # one pass, no temporaries
-        if x.dtype == torch.float32:
-            return F.rms_norm(x, self.weight.shape, self.weight, self.eps)  # one fused kernel
-        # Lower precision: normalise in float32, scale in the weight dtype, as the reference does.
-        x32 = x.float()
-        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * x32.to(x.dtype)
+        """x [rows, dim]."""
+        return self.kernels.rms_norm(x, self.weight, self.eps)
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """The PyTorch RMSNorm every kernel is held to."""
+    if x.dtype == torch.float32:
+        return F.rms_norm(x, weight.shape, weight, eps)  # one fused kernel
+    # Lower precision: normalise in float32, scale in the weight dtype, as the reference does.
+    x32 = x.float()
+    x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * x32.to(x.dtype)
 
 
 class RotaryEmbedding(nn.Module):
@@ -75,11 +79,7 @@ class SwiGLU(nn.Module):
         self.intermediate = intermediate
         self.gate_up = Linear(hidden, 2 * intermediate, dtype=dtype)
         self.down = Linear(intermediate, hidden, dtype=dtype)
-        self.kernels: CpuKernels | None = None  # set by workers.kernels.cpu.attach (float32 models)
+        self.kernels: KernelSet | None = None  # set once by the model's kernel set
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
-        gate_up = self.gate_up(x)
-        if self.kernels is not None and gate_up.dim() == 2:
-            return self.down(self.kernels.silu_mul(gate_up), residual)
-        gate, up = gate_up.split(self.intermediate, dim=-1)
-        return self.down(F.silu(gate).mul_(up), residual)
+        return self.down(self.kernels.silu_mul(self.gate_up(x)), residual)

@@ -11,13 +11,15 @@ from torch import nn
 
 from workers.model import block_quant
 from workers.model.attention import AttentionMetadata, PagedAttention
-from workers.model.gguf_loader import GGUFCheckpoint
-from workers.model.hf_loader import HFCheckpoint
+from workers.model.gguf_weight import GGUFPart, GGUFWeight
 from workers.model.layers import Linear, RMSNorm, RotaryEmbedding, SwiGLU
 
 if TYPE_CHECKING:
     from workers.kernels.cpu import CpuKernels
     from workers.kernels.cpu_decoder import DecoderStack
+    from workers.model.gguf_loader import GGUFCheckpoint
+    from workers.model.hf_loader import HFCheckpoint
+    from workers.model.kernel_sets.base import KernelSet
 
 
 @dataclass(slots=True, frozen=True)
@@ -132,30 +134,32 @@ _FUSED_LINEARS = {
 }
 
 
-def gguf_block_weights(ck: GGUFCheckpoint, cfg: LlamaConfig) -> dict[str, block_quant.Blocks]:
-    """Module path -> its weight as decoded GGUF blocks, for every linear whose tensors are all block-quantized
+def gguf_weights(ck: GGUFCheckpoint, cfg: LlamaConfig) -> dict[str, GGUFWeight]:
+    """Module path -> its weight as GGUF blocks as stored, for every linear whose tensors are all block-quantized
     (the others stay dense). Row order and fusion match load_hf_tensors."""
     heads = {"heads": cfg.num_heads, "kv_heads": cfg.num_kv_heads}
 
-    def blocks(name: str, rotary: str | None) -> block_quant.Blocks | None:
+    def part(name: str, rotary: str | None) -> GGUFPart | None:
         raw = ck.raw.get(name)
-        if raw is None or raw.qtype not in block_quant.FORMATS or len(raw.shape) != 2:
+        qtype = None if raw is None else block_quant.qtype_name(raw.qtype)
+        if qtype not in block_quant.FORMATS or len(raw.shape) != 2:
             return None
-        decoded = block_quant.decode(raw.data, raw.qtype, raw.shape)
-        if rotary is None:
-            return decoded
-        order = unpermute_rotary_rows(torch.arange(raw.shape[0]).unsqueeze(1), heads[rotary])[:, 0]
-        return decoded.rows(np.asarray(order))
+        rows, cols = raw.shape
+        data = np.ascontiguousarray(raw.data, dtype=np.uint8).reshape(rows, -1)
+        if rotary is not None:
+            order = unpermute_rotary_rows(torch.arange(rows).unsqueeze(1), heads[rotary])[:, 0]
+            data = data[np.asarray(order)]
+        return GGUFPart(data, qtype, cols)
 
     out = {}
     for i in range(cfg.num_layers):
-        for path, parts in _FUSED_LINEARS.items():
-            found = [blocks(name.format(i=i), rotary) for name, rotary in parts]
-            if all(b is not None for b in found):
-                out[path.format(i=i)] = block_quant.concat(found)
-    head = blocks("token_embd.weight" if cfg.tie_word_embeddings else "output.weight", None)
+        for path, names in _FUSED_LINEARS.items():
+            found = [part(name.format(i=i), rotary) for name, rotary in names]
+            if all(p is not None for p in found):
+                out[path.format(i=i)] = GGUFWeight.stack(found)
+    head = part("token_embd.weight" if cfg.tie_word_embeddings else "output.weight", None)
     if head is not None:
-        out["lm_head"] = head
+        out["lm_head"] = GGUFWeight.stack([head])
     return out
 
 
@@ -200,6 +204,7 @@ class LlamaForCausalLM(nn.Module):
             self.lm_head.weight = self.embed.weight
         self.rotary = RotaryEmbedding(cfg.head_dim, cfg.max_position_embeddings, cfg.rope_theta)
         self.decoder_stack: DecoderStack | None = None  # set by enable_decoder_stack
+        self.kernels: KernelSet | None = None  # the step's metadata is prepared by the layers' kernel set
 
     def enable_decoder_stack(self, kernels: CpuKernels) -> bool:
         """Run decode-only steps through all layers in one kernel call; possible once every linear of every
@@ -234,6 +239,8 @@ class LlamaForCausalLM(nn.Module):
                 v_cache: torch.Tensor, meta: AttentionMetadata, logits_indices: torch.Tensor) -> torch.Tensor:
         """input_ids, positions: [T]; caches: [num_layers, KVH, num_blocks, block_size, D].
         Returns float32 logits [len(logits_indices), vocab] for the sampling positions only."""
+        if meta.prepared_by is not self.kernels:
+            self.kernels.prepare(meta, k_cache[0])  # once a step: index checks, whatever the set derives
         x = self.embed(input_ids)  # [T, hidden]
         cos, sin = self.rotary.lookup(positions, x.dtype)
         if self.decoder_stack is not None and meta.num_decode == x.shape[0]:
@@ -272,8 +279,8 @@ class LlamaForCausalLM(nn.Module):
         return model.eval()
 
     @staticmethod
-    def gguf_block_weights(ck: GGUFCheckpoint) -> dict[str, block_quant.Blocks]:
-        return gguf_block_weights(ck, LlamaConfig.from_gguf(ck.metadata, set(ck.tensors)))
+    def gguf_weights(ck: GGUFCheckpoint) -> dict[str, GGUFWeight]:
+        return gguf_weights(ck, LlamaConfig.from_gguf(ck.metadata, set(ck.tensors)))
 
     @classmethod
     def from_hf(cls, ck: HFCheckpoint, dtype: torch.dtype) -> LlamaForCausalLM:

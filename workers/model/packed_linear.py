@@ -1,18 +1,16 @@
-"""Runtime swap of our Linear for one whose weight oneDNN reorders once, at load, into its blocked layout.
+"""A dense float32 linear whose weight oneDNN reorders once, at load, into its blocked layout; the CPU kernel set
+swaps it in for every dense Linear (workers.model.runtime).
 
 Plain F.linear re-packs the weight matrix on every call; for decode-sized batches (a few to a few dozen
-rows) on a CPU that packing, not the arithmetic, is most of the time. Same two-step shape as gpt-fast's
-quantizers: the module swap is `convert_for_runtime`; the weights themselves stay float32."""
+rows) on a CPU that packing, not the arithmetic, is most of the time. The weights themselves stay float32."""
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from workers.model.layers import Linear
-
 
 class PackedLinear(nn.Module):
-    def __init__(self, linear: Linear) -> None:
+    def __init__(self, linear: nn.Module) -> None:
         super().__init__()
         self.in_features = linear.in_features
         self.out_features = linear.out_features
@@ -29,17 +27,6 @@ class PackedLinear(nn.Module):
         return torch.ops.mkldnn._linear_pointwise.binary(x, residual.contiguous(), self.packed_weight, None, "add")
 
 
-def can_pack(model: nn.Module) -> bool:
-    """oneDNN present and float32 weights (the dtype whose results the reference tests pin down)."""
-    return torch.backends.mkldnn.is_available() and next(model.parameters()).dtype == torch.float32
-
-
-def convert_for_runtime(model: nn.Module) -> int:
-    """Replace every Linear in `model` by a PackedLinear, in place; returns how many were swapped."""
-    swapped = 0
-    for parent in list(model.modules()):
-        for name, child in list(parent.named_children()):
-            if isinstance(child, Linear):
-                setattr(parent, name, PackedLinear(child))
-                swapped += 1
-    return swapped
+def can_pack_dense(weight: torch.Tensor) -> bool:
+    """oneDNN present, and a float32 CPU weight (the dtype whose results the reference tests pin down)."""
+    return torch.backends.mkldnn.is_available() and weight.dtype == torch.float32 and weight.device.type == "cpu"

@@ -1,6 +1,5 @@
-"""Runtime swap of Linear layers for ones that multiply by GGUF-blocked weights (workers.model.block_quant),
-the same two-step shape as packed_linear: the model is built and loaded as usual, then `convert_for_runtime`
-replaces each named Linear by a BlockQuantLinear and drops its dense weight."""
+"""A linear that multiplies by block-quantized weights (workers.model.block_quant) through the CPU kernel: GGUF
+blocks, or int8 / int4 weights quantized at load time. The CPU kernel set builds one per such linear."""
 from __future__ import annotations
 
 import torch
@@ -28,16 +27,3 @@ class BlockQuantLinear(nn.Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bits={self.bits}"
-
-
-def convert_for_runtime(model: nn.Module, weights: dict[str, PackedWeight], kernels: CpuKernels) -> int:
-    """Replace model.<path> by a BlockQuantLinear for every path in `weights`; returns how many."""
-    for path, weight in weights.items():
-        parent_path, _, name = path.rpartition(".")
-        parent = model.get_submodule(parent_path) if parent_path else model
-        old = getattr(parent, name)
-        if (old.out_features, old.in_features) != (weight.out_features, weight.in_features):
-            raise ValueError(f"{path}: packed weight [{weight.out_features}, {weight.in_features}] does not "
-                             f"fit [{old.out_features}, {old.in_features}]")
-        setattr(parent, name, BlockQuantLinear(weight, kernels))
-    return len(weights)

@@ -9,9 +9,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from workers.model.block_quant import Blocks
-from workers.model.gguf_loader import read_gguf
-from workers.model.hf_loader import is_hf_folder, read_hf
+from workers.model.hf_loader import is_hf_folder
+from workers.model.kernel_sets.registry import attach
+from workers.model.kernel_sets.torch_set import TorchKernels
 from workers.model.llama import LlamaForCausalLM
 from workers.model.tokenizer import Tokenizer
 
@@ -44,16 +44,17 @@ ARCHITECTURES: dict[str, type[nn.Module]] = {
     "llama": LlamaForCausalLM,
 }
 
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 @dataclass(slots=True)
 class LoadedModel:
-    model: nn.Module          # forward(input_ids, positions, k_cache, v_cache, meta, logits_indices)
+    model: nn.Module          # forward(input_ids, positions, k_cache, v_cache, meta, logits_indices); PyTorch ops
     tokenizer: Tokenizer
     source: Path
-    # Module path -> its weight in GGUF blocks, when asked for and the file has them (see block_quant).
-    block_weights: dict[str, Blocks] = field(default_factory=dict)
+    # Module path -> its weight as GGUF blocks as stored (workers.model.gguf_weight), when asked for and the
+    # file has them. The dense model holds the same values, dequantized.
+    gguf_weights: dict[str, object] = field(default_factory=dict)
 
 
 def _architecture(name: str) -> type[nn.Module]:
@@ -62,17 +63,21 @@ def _architecture(name: str) -> type[nn.Module]:
     return ARCHITECTURES[name]
 
 
-def _load_gguf(path: Path, dtype: torch.dtype, block_weights: bool) -> LoadedModel:
+def _load_gguf(path: Path, dtype: torch.dtype, gguf_weights: bool) -> LoadedModel:
+    from workers.model.gguf_loader import read_gguf  # the gguf package: only for GGUF files
+
     ck = read_gguf(path)
     cls = _architecture(ck.architecture)
     model = cls.from_gguf(ck, dtype)
-    blocks = cls.gguf_block_weights(ck) if block_weights and dtype == torch.float32 else {}
+    blocks = cls.gguf_weights(ck) if gguf_weights else {}
     return LoadedModel(model=model, tokenizer=Tokenizer.from_gguf_metadata(ck.metadata), source=path,
-                       block_weights=blocks)
+                       gguf_weights=blocks)
 
 
-def _load_hf(path: Path, dtype: torch.dtype, block_weights: bool) -> LoadedModel:
-    # safetensors hold dense weights: there are no blocks to keep, whatever `block_weights` asks.
+def _load_hf(path: Path, dtype: torch.dtype, gguf_weights: bool) -> LoadedModel:
+    # safetensors hold dense weights: there are no blocks to keep, whatever `gguf_weights` asks.
+    from workers.model.hf_loader import read_hf
+
     ck = read_hf(path)
     model = _architecture(ck.architecture).from_hf(ck, dtype)
     return LoadedModel(model=model, tokenizer=Tokenizer.from_folder(path), source=path)
@@ -98,10 +103,12 @@ def resolve(model: str) -> tuple[str, Path]:
                      "a .gguf file nor a Hugging Face folder with config.json")
 
 
-def load_model(model: str, dtype: str = "float32", *, block_weights: bool = False) -> LoadedModel:
-    """block_weights: also return the GGUF-blocked form of the linear weights (float32 models from GGUF files)."""
-    if dtype not in _DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+def load_model(model: str, dtype: str = "float32", *, gguf_weights: bool = False) -> LoadedModel:
+    """On the CPU, running PyTorch ops. gguf_weights: also return the linears' GGUF blocks as stored."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
     fmt, path = resolve(model)
     with torch.device("cpu"):
-        return FORMATS[fmt](path, _DTYPES[dtype], block_weights)
+        loaded = FORMATS[fmt](path, DTYPES[dtype], gguf_weights)
+    attach(loaded.model, TorchKernels("cpu"))
+    return loaded

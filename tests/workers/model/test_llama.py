@@ -24,15 +24,14 @@ def _run(runner, ids: list[int], table: list[int], start: int) -> torch.Tensor:
     """Compute ids (tokens start..start+len) into the runner's cache at `table`; logits for every new token."""
     end = start + len(ids)
     blocks = torch.tensor(table[:(end + BLOCK - 1) // BLOCK])
-    mask = None if start == 0 else torch.arange(end).unsqueeze(0) <= torch.arange(start, end).unsqueeze(1)
     meta = AttentionMetadata(slot_mapping=_slots(table, start, end),
-                             prefills=[PrefillChunk(0, len(ids), end, blocks, mask)])
+                             prefills=[PrefillChunk(0, len(ids), end, blocks)],
+                             prefill_query_start=torch.tensor([0, len(ids)]),
+                             prefill_block_tables=blocks.unsqueeze(0), prefill_context_lens=torch.tensor([end]),
+                             max_prefill_len=len(ids))
     if len(ids) == 1:
-        visible = torch.arange(len(blocks) * BLOCK) < end
         meta = AttentionMetadata(slot_mapping=_slots(table, start, end), num_decode=1,
-                                 decode_block_tables=blocks.unsqueeze(0), decode_context_lens=torch.tensor([end]),
-                                 decode_gather=(torch.arange(3).unsqueeze(1) * runner.num_kv_blocks + blocks).view(-1),
-                                 decode_bias=torch.zeros(1, 1, len(visible)).masked_fill(~visible, float("-inf")))
+                                 decode_block_tables=blocks.unsqueeze(0), decode_context_lens=torch.tensor([end]))
     with torch.inference_mode():
         return runner.model(torch.tensor(ids), torch.arange(start, end), runner.k_cache, runner.v_cache, meta,
                             torch.arange(len(ids)))
@@ -41,7 +40,7 @@ def _run(runner, ids: list[int], table: list[int], start: int) -> torch.Tensor:
 @pytest.fixture(params=["kernels", "torch"])
 def runner(request, model_runner, dense_runner):
     """The default runner (compiled kernels, GGUF-blocked weights) and the plain PyTorch one: both must match."""
-    if request.param == "kernels" and model_runner.kernels is None and not os.environ.get("CI"):
+    if request.param == "kernels" and model_runner.kernels.name != "cpu" and not os.environ.get("CI"):
         pytest.skip("no compiled CPU kernels on this machine")  # CI has gcc: there this path always runs
     return model_runner if request.param == "kernels" else dense_runner
 

@@ -29,6 +29,7 @@ class Replicas(_Strict):
     upscale_delay_s: float = Field(5.0, ge=0)
     downscale_delay_s: float = Field(60.0, ge=0)
     num_cpus: float = Field(1.0, ge=0)  # Ray CPUs reserved per replica
+    num_gpus: float = Field(0.0, ge=0)  # Ray GPUs per replica; the engine then runs on CUDA (kernels: Triton)
     max_queued_requests: int = Field(256, ge=-1)  # per gateway; beyond it a version is "overloaded"
 
     @model_validator(mode="after")
@@ -43,6 +44,13 @@ class Replicas(_Strict):
 class VersionSpec(_Strict):
     engine: dict = Field(default_factory=dict)  # EngineConfig overrides
     replicas: Replicas = Replicas()
+
+    @model_validator(mode="after")
+    def _gpu_needs_gpus(self) -> "VersionSpec":
+        device = str(self.engine.get("device") or "")
+        if device.startswith("cuda") and self.replicas.num_gpus == 0:
+            raise ValueError("engine.device is cuda: replicas.num_gpus must ask Ray for a GPU")
+        return self
 
 
 class ModelSpec(_Strict):

@@ -115,3 +115,19 @@ def test_core_manifests_pass_the_kubernetes_schemas(root):
     bad = {**by_kind(root, "Service")[0], "spec": {"selector": {}, "ports": [{"port": "eighty"}]}}
     with pytest.raises(kv.ValidationError):
         kv.validate(bad, "1.30.0", strict=True)
+
+
+def test_rayservice_has_a_gpu_worker_group_on_the_cuda_image(root):
+    [rayservice] = by_kind(root, "RayService")
+    groups = {g["groupName"]: g for g in rayservice["spec"]["rayClusterConfig"]["workerGroupSpecs"]}
+    gpu = groups["gpu-workers"]
+    assert gpu["rayStartParams"]["num-gpus"] == "1"
+    [container] = gpu["template"]["spec"]["containers"]
+    assert container["image"].endswith(":cuda")
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert gpu["minReplicas"] <= gpu["maxReplicas"]
+
+
+def test_worker_dockerfile_has_a_cuda_variant(root):
+    text = (root / "deploy" / "Dockerfile.worker").read_text()
+    assert "ARG VARIANT=cpu" in text and "cuda)" in text and "download.pytorch.org/whl/$CUDA_WHEELS" in text

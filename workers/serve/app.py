@@ -35,7 +35,7 @@ def versions_from_catalogue(catalogue: Catalogue, *, engine_overrides: dict | No
         engine = {"model": model.weights, **spec.engine, **(engine_overrides or {})}
         fields = dict(min_replicas=r.min, max_replicas=r.max, standby=r.standby,
                       target_ongoing_requests=r.target_ongoing_requests, upscale_delay_s=r.upscale_delay_s,
-                      downscale_delay_s=r.downscale_delay_s, num_cpus=r.num_cpus,
+                      downscale_delay_s=r.downscale_delay_s, num_cpus=r.num_cpus, num_gpus=r.num_gpus,
                       max_ongoing_requests=engine.get("max_num_seqs", 64),
                       max_queued_requests=r.max_queued_requests)
         out.append(VersionServeConfig(version=name, engine=engine, **{**fields, **serve_overrides}))
@@ -50,7 +50,7 @@ def build_app(cfg: VersionServeConfig) -> Application:
         "max_queued_requests": cfg.max_queued_requests,
         "health_check_period_s": cfg.health_check_period_s,
         "health_check_timeout_s": cfg.health_check_timeout_s,
-        "ray_actor_options": {"num_cpus": cfg.num_cpus, "runtime_env": {"env_vars": dict(cfg.env)}},
+        "ray_actor_options": cfg.actor_options(),
         # One log line per token-stream call drowns everything else; the gateway logs requests.
         "logging_config": {"enable_access_log": False},
     }

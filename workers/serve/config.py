@@ -18,6 +18,9 @@ class VersionServeConfig:
     upscale_delay_s: float = 5.0
     downscale_delay_s: float = 60.0
     num_cpus: float = 1.0  # Ray CPUs per replica (fractions let several share a core)
+    # Ray GPUs per replica. Ray then shows the replica its GPU (CUDA_VISIBLE_DEVICES), so the engine's default
+    # device is CUDA and its kernel set Triton; its KV cache takes gpu_memory_utilization of that GPU.
+    num_gpus: float = 0.0
     max_ongoing_requests: int = 64  # per replica; the engine batches these together
     max_queued_requests: int = 256  # per caller; beyond it the handle refuses (overloaded)
     prefix_routing: bool = False  # prefer the replica that last served the same prompt prefix
@@ -43,6 +46,8 @@ class VersionServeConfig:
             raise ValueError("upscale_delay_s and downscale_delay_s must be >= 0")
         if self.num_cpus < 0:
             raise ValueError(f"num_cpus must be >= 0, got {self.num_cpus}")
+        if self.num_gpus < 0:
+            raise ValueError(f"num_gpus must be >= 0, got {self.num_gpus}")
         if self.max_ongoing_requests < 1:
             raise ValueError(f"max_ongoing_requests must be >= 1, got {self.max_ongoing_requests}")
         if self.max_queued_requests < 1 and self.max_queued_requests != -1:
@@ -54,6 +59,13 @@ class VersionServeConfig:
     def floor(self) -> int:
         """Replicas kept loaded at all times: the warm floor plus the standby pool."""
         return self.min_replicas + self.standby
+
+    def actor_options(self) -> dict:
+        """Ray resources and environment of each replica."""
+        options = {"num_cpus": self.num_cpus, "runtime_env": {"env_vars": dict(self.env)}}
+        if self.num_gpus:
+            options["num_gpus"] = self.num_gpus
+        return options
 
     def autoscaling_config(self) -> dict:
         return {

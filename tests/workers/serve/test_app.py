@@ -11,7 +11,7 @@ def test_configs_follow_the_catalogue_with_overrides():
                                                              num_cpus=0.25)}
     assert set(configs) == set(cat.version_names())
     fp32 = configs["smollm2-135m-instruct@fp32"]
-    assert fp32.engine == {"model": "smollm2-135m-instruct", "dtype": "float32", "block_size": 16,
+    assert fp32.engine == {"model": "smollm2-135m-instruct", "device": "cpu", "dtype": "float32", "block_size": 16,
                            "max_num_seqs": 64, "num_kv_blocks": 8}
     assert (fp32.min_replicas, fp32.max_replicas, fp32.num_cpus) == (1, 2, 0.25)  # override wins
     assert fp32.max_ongoing_requests == 64  # a replica takes what its engine can batch
@@ -29,3 +29,27 @@ def test_build_app_applies_autoscaling_and_the_prefix_router():
     assert (auto.min_replicas, auto.max_replicas) == (2, 2)
     router = deployment._deployment_config.request_router_config.request_router_class
     assert router == PREFIX_ROUTER
+
+
+def test_gpu_catalogue_versions_ask_ray_for_a_gpu_and_run_on_cuda():
+    from pathlib import Path
+
+    cat = load_catalogue(Path(Settings().catalogue).with_name("catalogue.gpu.yaml"))
+    configs = {c.version: c for c in versions_from_catalogue(cat)}
+    gpu = configs["smollm2-135m-instruct@gpu-bf16"]
+    assert gpu.engine["device"] == "cuda" and gpu.num_gpus == 1
+    options = build_app(gpu)._bound_deployment.ray_actor_options
+    assert options["num_gpus"] == 1 and options["num_cpus"] == 2
+    assert "num_gpus" not in build_app(configs["smollm2-135m-instruct@cpu-fp32"])._bound_deployment.ray_actor_options
+    assert configs["smollm2-135m-instruct@gpu-int4"].engine["quantization"] == "int4"
+
+
+def test_a_cuda_engine_without_a_gpu_replica_is_refused():
+    import pytest
+
+    from gateway.catalogue import CatalogueError, parse_catalogue
+
+    raw = {"models": {"m": {"weights": "w", "price": {"input_per_million": 1},
+                            "versions": {"v": {"engine": {"device": "cuda"}, "replicas": {"num_cpus": 1}}}}}}
+    with pytest.raises(CatalogueError, match="num_gpus"):
+        parse_catalogue(raw)

@@ -31,6 +31,11 @@ class EngineConfig:
     cuda_graphs: bool = True
     num_kv_blocks: int | None = None
     max_num_seqs: int = 64
+    # Serving admission (AsyncEngine): requests waiting for a batch slot, on this replica and per tenant (the
+    # gateway's opaque cache salt). Past either, a request is refused at once instead of queueing without
+    # bound; None: unbounded (the offline LLM never refuses).
+    max_waiting_requests: int | None = 512
+    max_waiting_per_tenant: int | None = 64
     max_num_batched_tokens: int = 1024
     max_model_len: int | None = None  # None: the model's own context length
     enable_prefix_caching: bool = True
@@ -68,6 +73,10 @@ class EngineConfig:
             raise ValueError(f"num_kv_blocks must be >= 1, got {self.num_kv_blocks}")
         if self.kv_cache_memory_bytes < 1:
             raise ValueError(f"kv_cache_memory_bytes must be positive, got {self.kv_cache_memory_bytes}")
+        for name in ("max_waiting_requests", "max_waiting_per_tenant"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1 or None, got {value}")
         if self.max_num_seqs < 1:
             raise ValueError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
         if self.max_num_batched_tokens < 1:

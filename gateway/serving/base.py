@@ -22,6 +22,11 @@ class VersionOverloaded(BackendError):
     """Replicas are at capacity (try a fallback, else 503)."""
 
 
+class TenantQueueFull(BackendError):
+    """This tenant already has as many requests waiting on the version's replica as it may: a 429 with
+    Retry-After, and no fallback (another version would only take the same flood)."""
+
+
 class GenerationFailed(Exception):
     """The generation broke after it started (replica died mid-stream)."""
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from gateway.catalogue import Catalogue
-from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, VersionInfo,
-                                  VersionUnavailable)
+from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, TenantQueueFull, VersionInfo,
+                                  VersionOverloaded, VersionUnavailable)
 from workers.config import EngineConfig
-from workers.engine.async_engine import AsyncEngine, EngineDeadError
+from workers.engine.async_engine import AsyncEngine, EngineDeadError, EngineOverloaded
 from workers.sampling_params import SamplingParams
 
 
@@ -69,6 +69,8 @@ class InProcessBackend:
         except EngineDeadError as e:
             # Before the first token another version may still serve it; after, the stream is broken.
             raise (GenerationFailed if started else VersionUnavailable)(f"{request.version}: {e}") from e
+        except EngineOverloaded as e:  # refused on admission: nothing was queued
+            raise (TenantQueueFull if e.scope == "tenant" else VersionOverloaded)(f"{request.version}: {e}") from e
         finally:
             await outputs.aclose()  # the client left early: the engine aborts and frees its blocks
 

@@ -18,9 +18,10 @@ from ray.exceptions import RayError, RayTaskError
 from ray.serve.exceptions import BackPressureError, RayServeException
 
 from gateway.catalogue import Catalogue
-from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, VersionInfo,
+from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, TenantQueueFull, VersionInfo,
                                   VersionOverloaded, VersionUnavailable)
 from gateway.settings import Settings
+from workers.engine.async_engine import EngineOverloaded
 from workers.engine.input_processor import InputProcessor
 from workers.sampling_params import SamplingParams
 from workers.serve.app import app_name, deploy, versions_from_catalogue
@@ -184,6 +185,9 @@ class RayServeBackend:
                 settled = True
                 if isinstance(e, ValueError):
                     raise ValueError(str(e.cause)) from e
+                if isinstance(e.cause, EngineOverloaded):  # the replica's admission refused it: nothing queued
+                    raise (TenantQueueFull if e.cause.scope == "tenant" else VersionOverloaded)(
+                        f"{version}: {e.cause}") from e
                 raise VersionUnavailable(f"{version}: {e}") from e
             except (RayError, RayServeException) as e:
                 settled = True

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -23,6 +24,18 @@ from workers.sampling_params import SamplingParams
 
 class EngineDeadError(RuntimeError):
     """The engine loop failed or stopped; in-flight and new requests get this."""
+
+
+class EngineOverloaded(RuntimeError):
+    """Too many requests already wait for a batch slot, on this replica (`scope` "replica") or for this
+    request's tenant (`scope` "tenant"); nothing was queued. Retry later, or elsewhere."""
+
+    def __init__(self, message: str, scope: str = "replica") -> None:
+        super().__init__(message, scope)  # both in args: it pickles across Ray's process boundary
+        self.message, self.scope = message, scope
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass(slots=True)
@@ -44,6 +57,7 @@ class AsyncEngine:
         self._engine = LLMEngine(config, runner, deltas=True, model_name=name, registry=registry)
         self._cond = threading.Condition()
         self._commands: list[_Add | _Abort] = []  # guarded by _cond
+        self._pending_adds: Counter[str | None] = Counter()  # adds in _commands per cache salt; guarded by _cond
         self._stopping = False  # guarded by _cond
         self._streams: dict[str, asyncio.Queue] = {}  # event-loop thread only
         self._abort_waiters: set[asyncio.Future] = set()  # event-loop thread only
@@ -118,8 +132,8 @@ class AsyncEngine:
         if self._error is not None:
             raise EngineDeadError("engine loop failed") from self._error
         queue: asyncio.Queue = asyncio.Queue()
+        self._submit(_Add(seq, prompt if isinstance(prompt, str) else None), admit=True)
         self._streams[request_id] = queue
-        self._submit(_Add(seq, prompt if isinstance(prompt, str) else None))
         finished = False
         try:
             while not finished:
@@ -147,10 +161,25 @@ class AsyncEngine:
         finally:
             self._abort_waiters.discard(done)
 
-    def _submit(self, command: _Add | _Abort) -> None:
+    def _submit(self, command: _Add | _Abort, *, admit: bool = False) -> None:
         with self._cond:
+            if admit:
+                self._check_room(command.seq.cache_salt)
+                self._pending_adds[command.seq.cache_salt] += 1
             self._commands.append(command)
             self._cond.notify()
+
+    def _check_room(self, salt: str | None) -> None:
+        """Admission, under _cond: waiting = queued in the scheduler (read from the engine thread's counters,
+        a benign race) plus adds not yet handed to it. Raises EngineOverloaded, queueing nothing."""
+        config, scheduler = self._engine.config, self._engine.scheduler
+        limit = config.max_waiting_requests
+        if limit is not None and len(scheduler.waiting) + sum(self._pending_adds.values()) >= limit:
+            raise EngineOverloaded(f"{limit} requests already wait on this replica", "replica")
+        limit = config.max_waiting_per_tenant
+        if limit is not None and salt is not None and \
+                scheduler.waiting_by_salt.get(salt, 0) + self._pending_adds[salt] >= limit:
+            raise EngineOverloaded(f"{limit} of this tenant's requests already wait on this replica", "tenant")
 
     # ---- the loop thread -------------------------------------------------------------
 
@@ -175,6 +204,7 @@ class AsyncEngine:
             if self._stopping:
                 return None
             commands, self._commands = self._commands, []
+            self._pending_adds.clear()  # handed to the scheduler below: its own counters take over
             return commands
 
     def _apply(self, command: _Add | _Abort) -> None:
@@ -196,6 +226,7 @@ class AsyncEngine:
         """On the way out: free every request's blocks and settle pending aborts."""
         with self._cond:
             commands, self._commands = self._commands, []
+            self._pending_adds.clear()
         self._engine.abort_all()
         for command in commands:
             if isinstance(command, _Abort) and command.done is not None:

@@ -8,7 +8,7 @@ Chunked prefill, prefix reuse and preemption all fall out of that one loop.
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 
 from workers.config import EngineConfig
@@ -40,12 +40,16 @@ class Scheduler:
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []  # oldest admission first
         self._seqs: dict[str, Sequence] = {}
+        # Waiting sequences per cache salt (the gateway's opaque tenant key). Written by the engine thread only;
+        # AsyncEngine reads it from the event loop for admission (a dict lookup: no lock needed).
+        self.waiting_by_salt: Counter[str | None] = Counter()
 
     def add(self, seq: Sequence) -> None:
         if seq.request_id in self._seqs:
             raise ValueError(f"request_id {seq.request_id!r} is already in flight")
         self._seqs[seq.request_id] = seq
         self.waiting.append(seq)
+        self.waiting_by_salt[seq.cache_salt] += 1
 
     def __contains__(self, request_id: str) -> bool:
         return request_id in self._seqs
@@ -128,6 +132,7 @@ class Scheduler:
             if not self.block_manager.allocate_slots(seq, num_new, cached):
                 break
             self.waiting.popleft()
+            self._count_waiting(seq, -1)
             self._admit(seq, num_cached)
             out.scheduled.append(ScheduledSequence(seq, num_new))
             budget -= num_new
@@ -146,6 +151,7 @@ class Scheduler:
         seq.num_computed_tokens = 0
         seq.status = SequenceStatus.WAITING
         self.waiting.appendleft(seq)
+        self.waiting_by_salt[seq.cache_salt] += 1
 
     def _advance(self, s: ScheduledSequence, token: int | None) -> bool:
         seq = s.seq
@@ -181,4 +187,15 @@ class Scheduler:
             del self._seqs[seq.request_id]
         gone = {id(s) for s in seqs}
         self.running = [s for s in self.running if id(s) not in gone]
-        self.waiting = deque(s for s in self.waiting if id(s) not in gone)
+        if any(id(s) in gone for s in self.waiting):
+            for s in self.waiting:
+                if id(s) in gone:
+                    self._count_waiting(s, -1)
+            self.waiting = deque(s for s in self.waiting if id(s) not in gone)
+
+    def _count_waiting(self, seq: Sequence, delta: int) -> None:
+        left = self.waiting_by_salt[seq.cache_salt] + delta
+        if left:
+            self.waiting_by_salt[seq.cache_salt] = left
+        else:
+            del self.waiting_by_salt[seq.cache_salt]  # bounded by the salts actually waiting

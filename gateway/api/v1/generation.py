@@ -28,8 +28,8 @@ from gateway.billing.ledger import UsageRecord
 from gateway.limits.limiter import Reservation
 from gateway.routing.errors import RoutingError, UnknownModel
 from gateway.schemas.openai import ChatCompletionRequest, CompletionRequest, Usage
-from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, VersionOverloaded,
-                                  VersionUnavailable)
+from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, TenantQueueFull,
+                                  VersionOverloaded, VersionUnavailable)
 from gateway.services import Services
 
 log = logging.getLogger("tollgate.generation")
@@ -289,6 +289,11 @@ async def open_generation(run: Run) -> tuple[AsyncIterator[GenerationChunk], Gen
             svc.router.observe(version, ok=False, ttft_s=None, latency_s=time.perf_counter() - run.started)
             log.warning("version refused the request, trying the next", extra={"version": version, "why": str(e)})
             continue
+        except TenantQueueFull:
+            await stream.aclose()
+            raise APIError(429, "Too many of your requests are already waiting for this model; retry shortly.",
+                           type="rate_limit_error", code="too_many_queued_requests",
+                           headers={"Retry-After": "1"}) from None
         except ValueError as e:
             await stream.aclose()
             raise invalid_request(str(e)) from None

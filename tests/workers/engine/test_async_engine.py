@@ -207,3 +207,53 @@ async def test_a_slow_consumer_gets_merged_deltas_that_still_concatenate():
     assert "".join(o.outputs[0].text for o in outs) == ref.outputs[0].text
     assert sum((o.outputs[0].token_ids for o in outs), []) == ref.outputs[0].token_ids
     await engine.stop()
+
+
+async def test_waiting_requests_are_capped_per_tenant_and_per_replica():
+    from workers.engine.async_engine import EngineOverloaded
+
+    # One batch slot: everything after the first request waits.
+    engine = make(runner_kw={"step_delay": 0.01}, max_num_seqs=1, max_waiting_requests=3, max_waiting_per_tenant=2)
+    await engine.start()
+    scheduler = engine._engine.scheduler
+    streams, firsts = [], []
+
+    async def submit(rid, salt):
+        stream = engine.generate(rid, "p", params=LONG, cache_salt=salt)
+        streams.append(stream)
+        firsts.append(asyncio.ensure_future(anext(stream)))
+        await asyncio.sleep(0)  # let the generator run up to its first await: it is submitted
+
+    await submit("a0", "tenant-a")
+    await wait_for(lambda: len(scheduler.running) == 1)  # a0 holds the only slot
+    await submit("a1", "tenant-a")
+    await submit("a2", "tenant-a")
+    await wait_for(lambda: len(scheduler.waiting) == 2)
+    with pytest.raises(EngineOverloaded) as refused:
+        await anext(engine.generate("a3", "p", params=LONG, cache_salt="tenant-a"))
+    assert refused.value.scope == "tenant"
+    await submit("b0", "tenant-b")  # another tenant still gets in
+    await wait_for(lambda: len(scheduler.waiting) == 3)
+    with pytest.raises(EngineOverloaded) as full:
+        await anext(engine.generate("c0", "p", params=LONG, cache_salt="tenant-c"))
+    assert full.value.scope == "replica"
+    for f in firsts:
+        f.cancel()
+    await asyncio.gather(*firsts, return_exceptions=True)  # a cancelled first read aborts its request
+    for s in streams:
+        await s.aclose()
+    await wait_for(lambda: no_leaks(engine))
+    assert engine._engine.scheduler.waiting_by_salt == {}  # counters drain with the queue
+    # Room again: a new request of tenant-a is admitted and runs.
+    outs = await collect(engine, "a4", "p", params=GREEDY, cache_salt="tenant-a")
+    assert outs[-1].finished
+    await engine.stop()
+
+
+def test_overloaded_survives_pickling_for_ray():
+    import pickle
+
+    from workers.engine.async_engine import EngineOverloaded
+
+    again = pickle.loads(pickle.dumps(EngineOverloaded("too many", "tenant")))
+    assert again.scope == "tenant" and str(again) == "too many"

@@ -1,5 +1,6 @@
 """What every Triton launcher shares: argument checks that never synchronise with the device, index-range
-checks that do (run once per engine step, not per layer), and tile choices for the interpreter."""
+checks that do (run once per engine step, not per layer), tile choices for the interpreter, and the rule for
+when dots run in exact float32."""
 from __future__ import annotations
 
 import torch
@@ -12,6 +13,13 @@ def interpreted(t: torch.Tensor) -> bool:
     """CPU tensors can only reach a Triton kernel through the interpreter: there, fewer and larger programs
     are far faster (each program is a Python loop over numpy ops), so launchers size tiles for it."""
     return t.device.type == "cpu"
+
+
+def exact_dots(t: torch.Tensor) -> bool:
+    """Whether a kernel's dots on t's dtype run on float32 tiles in IEEE precision: float32 always (a GPU would
+    use TF32 by default), and bfloat16 under the interpreter, whose tl.dot multiplies bfloat16 tiles as their
+    raw 16-bit patterns (triton 3.6 and 3.9); the products are the same as the GPU's bfloat16 ones."""
+    return t.dtype == torch.float32 or (t.dtype == torch.bfloat16 and interpreted(t))
 
 
 def check(t: torch.Tensor, name: str, *, dtypes: tuple[torch.dtype, ...] = FLOAT_DTYPES, dim: int | None = None,

@@ -12,18 +12,12 @@ CUDA graph: the kernels read each row's length on the device, and a split past t
 runs no iterations (a row with context_len 0, a padding row, comes out as zeros)."""
 from __future__ import annotations
 
-import math
-
 import torch
 import triton
 import triton.language as tl
 
 from workers.kernels.triton import common
-
-LOG2E = math.log2(math.e)
-# Running maxima start finite, not at -inf: a row with no key yet (an empty split, a padding row) then
-# gives exp2(-inf - EMPTY) = 0 rather than exp2(-inf + inf) = NaN.
-EMPTY = tl.constexpr(-1.0e30)
+from workers.kernels.triton.paged import EMPTY, LOG2E, attend_tile, check_paged_args, gpu_tiles
 
 MAX_SPLITS = 16
 MIN_SPLIT_TOKENS = 256   # below this a split's partial write and merge cost more than its parallelism buys
@@ -63,28 +57,9 @@ def _decode_split_kernel(
     for tile in range(start, end, BLOCK_N):
         tokens = tile + tl.arange(0, BLOCK_N)
         tok_ok = tokens < end
-        # Each token finds its own block, so a tile may straddle blocks and block_size need not divide it.
-        block = tl.load(table + tokens // BLOCK_SIZE, mask=tok_ok, other=0).to(tl.int64)
-        slot = block * stride_kb + (tokens % BLOCK_SIZE) * stride_kt  # [BLOCK_N]
-        kt = tl.load(k_head + slot[None, :] + dims[:, None], mask=dim_ok[:, None] & tok_ok[None, :],
-                     other=0.0)  # [BLOCK_D, BLOCK_N], K already transposed for the dot
-        if IEEE:  # exact float32 products (not TF32), so float32 results match a float32 reference
-            s = tl.dot(q.to(tl.float32), kt.to(tl.float32), input_precision="ieee")
-        else:
-            s = tl.dot(q, kt)
-        s = tl.where(tok_ok[None, :], s * scale_log2, float("-inf"))  # [GROUP_PAD, BLOCK_N]
-        m_new = tl.maximum(m, tl.max(s, 1))
-        alpha = tl.exp2(m - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l = l * alpha + tl.sum(p, 1)
-        v = tl.load(v_head + slot[:, None] + dims[None, :], mask=tok_ok[:, None] & dim_ok[None, :],
-                    other=0.0)  # [BLOCK_N, BLOCK_D]
-        if IEEE:
-            pv = tl.dot(p, v.to(tl.float32), input_precision="ieee")
-        else:
-            pv = tl.dot(p.to(v.dtype), v)
-        acc = acc * alpha[:, None] + pv
-        m = m_new
+        # Every row sees every token of its context: one visibility row for the whole group.
+        m, l, acc = attend_tile(q, m, l, acc, k_head, v_head, table, tokens, tok_ok, tok_ok[None, :], dims, dim_ok,
+                                scale_log2, stride_kb, stride_kt, BLOCK_SIZE, IEEE)
 
     if NUM_SPLITS == 1:
         # l == 0 only when the row has no context: acc is 0 there, and so is the output.
@@ -171,7 +146,7 @@ def paged_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torc
         block_n = min(INTERPRETED_MAX_BLOCK_N, max(16, common.next_power_of_2(per_split)))  # a split per tile
         launch = {}
     else:
-        block_n, num_warps = _gpu_tiles(q.element_size(), block_d)
+        block_n, num_warps = gpu_tiles(q.element_size(), block_d)
         launch = {"num_warps": num_warps}
     split_tokens = triton.cdiv(per_split, block_n) * block_n  # whole tiles per split
     scratch = out  # unused with one split; any tensor fills the pointer argument
@@ -185,7 +160,7 @@ def paged_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torc
         block_tables.stride(0), out.stride(0), out.stride(1),
         scratch.stride(0), scratch.stride(1), scratch.stride(2),
         GROUP=group, GROUP_PAD=max(16, common.next_power_of_2(group)), HEAD_DIM=head_dim, BLOCK_SIZE=block_size,
-        BLOCK_N=block_n, BLOCK_D=block_d, NUM_SPLITS=num_splits, IEEE=_exact_dots(q.dtype, interp), **launch)
+        BLOCK_N=block_n, BLOCK_D=block_d, NUM_SPLITS=num_splits, IEEE=common.exact_dots(q), **launch)
     if num_splits > 1:
         _decode_merge_kernel[(n, heads)](
             scratch, out, scratch.stride(0), scratch.stride(1), scratch.stride(2), out.stride(0), out.stride(1),
@@ -194,38 +169,10 @@ def paged_decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torc
     return out
 
 
-def _gpu_tiles(element_size: int, block_d: int) -> tuple[int, int]:
-    """(BLOCK_N, num_warps) that compile for sm_90 without register spills (ptxas, triton 3.6 and 3.9): a tile's
-    K and V addresses are per-token 64-bit pointers, [BLOCK_D, BLOCK_N] of them, so wide heads and float32
-    (FMA dots, no tensor cores) take narrower tiles or more warps."""
-    block_n = 64 if element_size == 2 and block_d <= 128 else 32
-    return block_n, 4 if element_size == 2 and block_d <= 64 else 8
-
-
-def _exact_dots(dtype: torch.dtype, interp: bool) -> bool:
-    """float32 dots in IEEE precision (a GPU would use TF32 by default). bfloat16 too under the interpreter,
-    whose tl.dot multiplies bfloat16 tiles as their raw 16-bit patterns (triton 3.6 and 3.9): upcast there."""
-    return dtype == torch.float32 or (interp and dtype == torch.bfloat16)
-
-
 def _check_args(q, k_cache, v_cache, block_tables, context_lens, out) -> None:
     """Shapes, dtypes, devices and layouts; never syncs."""
-    common.check(q, "q", dim=3)
-    device = q.device
-    common.check(k_cache, "k_cache", dtypes=(q.dtype,), dim=4, device=device, contiguous=True)
-    common.check(v_cache, "v_cache", dtypes=(q.dtype,), dim=4, device=device, contiguous=True)
-    common.check(block_tables, "block_tables", dtypes=common.INDEX_DTYPES, dim=2, device=device)
-    common.check(context_lens, "context_lens", dtypes=common.INDEX_DTYPES, dim=1, device=device)
-    n, heads, head_dim = q.shape
-    kv_heads, _, block_size, cache_dim = k_cache.shape
-    if v_cache.shape != k_cache.shape:
-        raise ValueError(f"v_cache {tuple(v_cache.shape)} and k_cache {tuple(k_cache.shape)} differ")
-    if cache_dim != head_dim or kv_heads == 0 or heads % kv_heads or block_size == 0:
-        raise ValueError(f"q {tuple(q.shape)} does not fit caches {tuple(k_cache.shape)}")
+    check_paged_args(q, k_cache, v_cache, block_tables, out, context_lens=context_lens)
+    n = q.shape[0]
     if block_tables.shape[0] != n or context_lens.shape[0] != n:
         raise ValueError(f"block_tables {tuple(block_tables.shape)} and context_lens {tuple(context_lens.shape)} "
                          f"need one row per query ({n})")
-    if out is not None:
-        common.check(out, "out", dtypes=(q.dtype,), dim=3, device=device)
-        if out.shape != q.shape:
-            raise ValueError(f"out has shape {tuple(out.shape)}, expected {tuple(q.shape)}")

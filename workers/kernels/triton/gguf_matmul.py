@@ -14,7 +14,8 @@ import torch
 import triton
 import triton.language as tl
 
-from workers.kernels.triton.common import check, interpreted, next_power_of_2
+from workers.kernels.triton.common import check, exact_dots, interpreted, next_power_of_2
+from workers.kernels.triton.matmul import matmul_output, output_tile, store_output, trivial_matmul
 
 GROUP = 32
 
@@ -49,12 +50,7 @@ def _gguf_matmul_kernel(x_ptr, w_ptr, r_ptr, y_ptr, M, N, K,
                         HAS_RESIDUAL: tl.constexpr, F32_DOT: tl.constexpr,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     HALF: tl.constexpr = BLOCK_K // 2
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    m_mask = offs_m < M
-    n_mask = offs_n < N
+    offs_m, offs_n, m_mask, n_mask = output_tile(M, N, BLOCK_M, BLOCK_N)
     offs_t = tl.arange(0, HALF)  # position in the tile's half: block t // 16, weight t % 16 of that half
     t_block = offs_t // 16
     t_weight = offs_t % 16
@@ -100,27 +96,7 @@ def _gguf_matmul_kernel(x_ptr, w_ptr, r_ptr, y_ptr, M, N, K,
             acc = tl.dot(x_lo, w_lo.to(x_lo.dtype), acc)
             acc = tl.dot(x_hi, w_hi.to(x_hi.dtype), acc)
 
-    mask = m_mask[:, None] & n_mask[None, :]
-    if HAS_RESIDUAL:
-        acc += tl.load(r_ptr + offs_m[:, None] * stride_rm + offs_n[None, :], mask=mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :], acc.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-def _output(x: torch.Tensor, n: int, residual: torch.Tensor | None, out: torch.Tensor | None) -> torch.Tensor:
-    """Check residual and out against y's [M, N] in x's dtype; allocate out when not given (it may be residual)."""
-    shape = (x.shape[0], n)
-    for t, name in ((residual, "residual"), (out, "out")):
-        if t is not None:
-            check(t, name, dtypes=(x.dtype,), dim=2, device=x.device)
-            if tuple(t.shape) != shape:
-                raise ValueError(f"{name} must have shape {shape}, got {tuple(t.shape)}")
-    return torch.empty(shape, dtype=x.dtype, device=x.device) if out is None else out
-
-
-def _f32_dot(x: torch.Tensor) -> bool:
-    """float32 x takes an IEEE float32 dot; so does bfloat16 under the interpreter, whose tl.dot multiplies
-    bfloat16 tiles as their raw uint16 bits (triton 3.6-3.9); the products are the same as the GPU's."""
-    return x.dtype == torch.float32 or (x.dtype == torch.bfloat16 and interpreted(x))
+    store_output(acc, y_ptr, r_ptr, offs_m, offs_n, m_mask, n_mask, stride_ym, stride_rm, HAS_RESIDUAL)
 
 
 def _tiles(x: torch.Tensor, m: int, n: int, k: int) -> tuple[int, int, int, int, int]:
@@ -153,17 +129,15 @@ def gguf_matmul(x: torch.Tensor, raw: torch.Tensor, qtype: str, residual: torch.
     if raw.shape[1] != k // GROUP * fmt.block_bytes:
         raise ValueError(f"raw rows of {raw.shape[1]} bytes do not hold {k} {qtype} weights "
                          f"({k // GROUP * fmt.block_bytes} bytes)")
-    out = _output(x, n, residual, out)
-    if m == 0 or n == 0:
+    out = matmul_output(x, n, residual, out)
+    if trivial_matmul(out, residual, k):
         return out
-    if k == 0:
-        return out.copy_(residual) if residual is not None else out.zero_()
     block_m, block_n, block_k, warps, stages = _tiles(x, m, n, k)
     grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
     _gguf_matmul_kernel[grid](
         x, raw, residual if residual is not None else out, out, m, n, k,
         x.stride(0), raw.stride(0), residual.stride(0) if residual is not None else 0, out.stride(0),
         BLOCK_BYTES=fmt.block_bytes, BITS=fmt.bits, HAS_MIN=fmt.has_min,
-        HAS_RESIDUAL=residual is not None, F32_DOT=_f32_dot(x),
+        HAS_RESIDUAL=residual is not None, F32_DOT=exact_dots(x),
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, num_stages=stages)
     return out

@@ -8,7 +8,8 @@ import torch
 import triton
 import triton.language as tl
 
-from workers.kernels.triton.common import check, interpreted, next_power_of_2
+from workers.kernels.triton.common import check, exact_dots, interpreted, next_power_of_2
+from workers.kernels.triton.matmul import matmul_output, output_tile, store_output, trivial_matmul
 
 
 @triton.jit
@@ -16,12 +17,7 @@ def _int8_matmul_kernel(x_ptr, q_ptr, s_ptr, r_ptr, y_ptr, M, N, K,
                         stride_xm, stride_qn, stride_rm, stride_ym,
                         HAS_RESIDUAL: tl.constexpr, F32_DOT: tl.constexpr,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    m_mask = offs_m < M
-    n_mask = offs_n < N
+    offs_m, offs_n, m_mask, n_mask = output_tile(M, N, BLOCK_M, BLOCK_N)
     x_rows = x_ptr + offs_m[:, None] * stride_xm  # [BLOCK_M, 1]
     q_rows = q_ptr + offs_n.to(tl.int64)[None, :] * stride_qn  # [1, BLOCK_N]
 
@@ -37,27 +33,7 @@ def _int8_matmul_kernel(x_ptr, q_ptr, s_ptr, r_ptr, y_ptr, M, N, K,
             acc = tl.dot(x, q.to(x.dtype), acc)
 
     acc *= tl.load(s_ptr + offs_n, mask=n_mask, other=0.0)[None, :]
-    mask = m_mask[:, None] & n_mask[None, :]
-    if HAS_RESIDUAL:
-        acc += tl.load(r_ptr + offs_m[:, None] * stride_rm + offs_n[None, :], mask=mask, other=0.0).to(tl.float32)
-    tl.store(y_ptr + offs_m[:, None] * stride_ym + offs_n[None, :], acc.to(y_ptr.dtype.element_ty), mask=mask)
-
-
-def _output(x: torch.Tensor, n: int, residual: torch.Tensor | None, out: torch.Tensor | None) -> torch.Tensor:
-    """Check residual and out against y's [M, N] in x's dtype; allocate out when not given (it may be residual)."""
-    shape = (x.shape[0], n)
-    for t, name in ((residual, "residual"), (out, "out")):
-        if t is not None:
-            check(t, name, dtypes=(x.dtype,), dim=2, device=x.device)
-            if tuple(t.shape) != shape:
-                raise ValueError(f"{name} must have shape {shape}, got {tuple(t.shape)}")
-    return torch.empty(shape, dtype=x.dtype, device=x.device) if out is None else out
-
-
-def _f32_dot(x: torch.Tensor) -> bool:
-    """float32 x takes an IEEE float32 dot; so does bfloat16 under the interpreter, whose tl.dot multiplies
-    bfloat16 tiles as their raw uint16 bits (triton 3.6-3.9); the products are the same as the GPU's."""
-    return x.dtype == torch.float32 or (x.dtype == torch.bfloat16 and interpreted(x))
+    store_output(acc, y_ptr, r_ptr, offs_m, offs_n, m_mask, n_mask, stride_ym, stride_rm, HAS_RESIDUAL)
 
 
 def _tiles(x: torch.Tensor, m: int, n: int, k: int) -> tuple[int, int, int, int, int]:
@@ -84,16 +60,14 @@ def int8_matmul(x: torch.Tensor, q: torch.Tensor, scale: torch.Tensor, residual:
         raise ValueError(f"q has {q.shape[1]} columns, x has {k}")
     if scale.shape[0] != n:
         raise ValueError(f"scale has {scale.shape[0]} entries for {n} rows of q")
-    out = _output(x, n, residual, out)
-    if m == 0 or n == 0:
+    out = matmul_output(x, n, residual, out)
+    if trivial_matmul(out, residual, k):
         return out
-    if k == 0:
-        return out.copy_(residual) if residual is not None else out.zero_()
     block_m, block_n, block_k, warps, stages = _tiles(x, m, n, k)
     grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
     _int8_matmul_kernel[grid](
         x, q, scale, residual if residual is not None else out, out, m, n, k,
         x.stride(0), q.stride(0), residual.stride(0) if residual is not None else 0, out.stride(0),
-        HAS_RESIDUAL=residual is not None, F32_DOT=_f32_dot(x),
+        HAS_RESIDUAL=residual is not None, F32_DOT=exact_dots(x),
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=warps, num_stages=stages)
     return out

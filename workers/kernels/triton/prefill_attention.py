@@ -8,17 +8,13 @@ BLOCK_Q * GROUP_PAD rows of one dot tile, with an online softmax in float32. Pro
 past their sequence's length exit at once, so max_query_len is a host-side bound, never read from the device."""
 from __future__ import annotations
 
-import math
-
 import torch
 import triton
 import triton.language as tl
 
 from workers.kernels.triton import common
+from workers.kernels.triton.paged import EMPTY, LOG2E, attend_tile, check_paged_args, gpu_tiles
 
-LOG2E = math.log2(math.e)
-# Finite start for the running max: a row whose keys are all masked so far gives exp2(-inf - EMPTY) = 0, not NaN.
-EMPTY = tl.constexpr(-1.0e30)
 # Under the interpreter, which pays per op rather than per element: rows (queries x group) and keys per tile.
 INTERPRETED_MAX_ROWS = 256
 INTERPRETED_MAX_BLOCK_N = 256
@@ -66,29 +62,9 @@ def _prefill_kernel(
     for tile in range(0, kv_end, BLOCK_N):
         keys = tile + tl.arange(0, BLOCK_N)
         key_ok = keys < kv_end
-        # Each key finds its own block, so a tile may straddle blocks and block_size need not divide it.
-        block = tl.load(table + keys // BLOCK_SIZE, mask=key_ok, other=0).to(tl.int64)
-        slot = block * stride_kb + (keys % BLOCK_SIZE) * stride_kt  # [BLOCK_N]
-        kt = tl.load(k_head + slot[None, :] + dims[:, None], mask=dim_ok[:, None] & key_ok[None, :],
-                     other=0.0)  # [BLOCK_D, BLOCK_N], K already transposed for the dot
-        if IEEE:  # exact float32 products (not TF32), so float32 results match a float32 reference
-            s = tl.dot(q.to(tl.float32), kt.to(tl.float32), input_precision="ieee")
-        else:
-            s = tl.dot(q, kt)
         visible = key_ok[None, :] & (keys[None, :] <= pos[:, None])  # causal
-        s = tl.where(visible, s * scale_log2, float("-inf"))  # [BLOCK_M, BLOCK_N]
-        m_new = tl.maximum(m, tl.max(s, 1))
-        alpha = tl.exp2(m - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l = l * alpha + tl.sum(p, 1)
-        v = tl.load(v_head + slot[:, None] + dims[None, :], mask=key_ok[:, None] & dim_ok[None, :],
-                    other=0.0)  # [BLOCK_N, BLOCK_D]
-        if IEEE:
-            pv = tl.dot(p, v.to(tl.float32), input_precision="ieee")
-        else:
-            pv = tl.dot(p.to(v.dtype), v)
-        acc = acc * alpha[:, None] + pv
-        m = m_new
+        m, l, acc = attend_tile(q, m, l, acc, k_head, v_head, table, keys, key_ok, visible, dims, dim_ok,
+                                scale_log2, stride_kb, stride_kt, BLOCK_SIZE, IEEE)
 
     # Every stored row sees key 0 at least, so l > 0 there; the guard only keeps masked padding rows finite.
     o = acc / tl.where(l > 0, l, 1.0)[:, None]
@@ -135,7 +111,7 @@ def paged_prefill_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
         block_n = min(INTERPRETED_MAX_BLOCK_N, max(16, common.next_power_of_2(max_blocks * block_size)))
         launch = {}
     else:
-        block_n, num_warps = _gpu_tiles(q.element_size(), block_d)
+        block_n, num_warps = gpu_tiles(q.element_size(), block_d)
         launch = {"num_warps": num_warps}
     _prefill_kernel[(num_seqs, kv_heads, triton.cdiv(max_query_len, block_q))](
         q, k_cache, v_cache, block_tables, query_start, context_lens, out, scale * LOG2E,
@@ -143,49 +119,19 @@ def paged_prefill_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
         out.stride(0), out.stride(1),
         GROUP=group, GROUP_PAD=group_pad, HEAD_DIM=head_dim, BLOCK_SIZE=block_size, BLOCK_Q=block_q,
         BLOCK_M=block_q * group_pad, BLOCK_N=block_n, BLOCK_D=block_d,
-        IEEE=_exact_dots(q.dtype, interp), **launch)
+        IEEE=common.exact_dots(q), **launch)
     return out
-
-
-def _gpu_tiles(element_size: int, block_d: int) -> tuple[int, int]:
-    """(BLOCK_N, num_warps) that compile for sm_90 with 64 rows without register spills (8 bytes at most; ptxas,
-    triton 3.6 and 3.9): a tile's K and V addresses are per-token 64-bit pointers, [BLOCK_D, BLOCK_N] of them,
-    so wide heads and float32 (FMA dots, no tensor cores) take narrower tiles or more warps."""
-    block_n = 64 if element_size == 2 and block_d <= 128 else 32
-    return block_n, 4 if element_size == 2 and block_d <= 64 else 8
-
-
-def _exact_dots(dtype: torch.dtype, interp: bool) -> bool:
-    """float32 dots in IEEE precision (a GPU would use TF32 by default). bfloat16 too under the interpreter,
-    whose tl.dot multiplies bfloat16 tiles as their raw 16-bit patterns (triton 3.6 and 3.9): upcast there."""
-    return dtype == torch.float32 or (interp and dtype == torch.bfloat16)
 
 
 def _check_args(q, k_cache, v_cache, block_tables, query_start, context_lens, out, max_query_len) -> None:
     """Shapes, dtypes, devices and layouts; never syncs."""
-    common.check(q, "q", dim=3)
-    device = q.device
-    common.check(k_cache, "k_cache", dtypes=(q.dtype,), dim=4, device=device, contiguous=True)
-    common.check(v_cache, "v_cache", dtypes=(q.dtype,), dim=4, device=device, contiguous=True)
-    common.check(block_tables, "block_tables", dtypes=common.INDEX_DTYPES, dim=2, device=device)
-    common.check(query_start, "query_start", dtypes=common.INDEX_DTYPES, dim=1, device=device)
-    common.check(context_lens, "context_lens", dtypes=common.INDEX_DTYPES, dim=1, device=device)
-    _, heads, head_dim = q.shape
-    kv_heads, _, block_size, cache_dim = k_cache.shape
-    if v_cache.shape != k_cache.shape:
-        raise ValueError(f"v_cache {tuple(v_cache.shape)} and k_cache {tuple(k_cache.shape)} differ")
-    if cache_dim != head_dim or kv_heads == 0 or heads % kv_heads or block_size == 0:
-        raise ValueError(f"q {tuple(q.shape)} does not fit caches {tuple(k_cache.shape)}")
+    check_paged_args(q, k_cache, v_cache, block_tables, out, query_start=query_start, context_lens=context_lens)
     num_seqs = block_tables.shape[0]
     if context_lens.shape[0] != num_seqs or query_start.shape[0] != num_seqs + 1:
         raise ValueError(f"block_tables {tuple(block_tables.shape)}, query_start {tuple(query_start.shape)} and "
                          f"context_lens {tuple(context_lens.shape)} do not describe one set of sequences")
     if not isinstance(max_query_len, int) or max_query_len < 0:
         raise ValueError(f"max_query_len must be a non-negative int, got {max_query_len!r}")
-    if out is not None:
-        common.check(out, "out", dtypes=(q.dtype,), dim=3, device=device)
-        if out.shape != q.shape:
-            raise ValueError(f"out has shape {tuple(out.shape)}, expected {tuple(q.shape)}")
 
 
 def _check_ranges(block_tables, query_start, context_lens, num_blocks: int, max_context: int, tokens: int,

@@ -2,70 +2,40 @@
 context: GQA groups 1, 3 and 4, block sizes 4, 5, 8 and 16, scattered block ids, partial last blocks, rows of
 different lengths (and of none), several splits merged by log-sum-exp, strided q, index checks. CPU tensors run
 under Triton's interpreter."""
-import math
-import os
-
 import pytest
 import torch
 
+from tests.workers.kernels.triton.support import (ATTENTION_SHAPES, DEVICE, gather_context, gen, paged_cache,
+                                                  strided_q_and_out)
 from workers.kernels.triton import decode_attention as module
 from workers.kernels.triton.decode_attention import paged_decode_attention
 
-DEVICE = "cuda" if os.environ.get("TRITON_INTERPRET") == "0" else "cpu"  # compiled kernels on a GPU machine
 # Lengths that stop inside a block, on a block boundary, at one token, and a padding row of none.
 CONTEXT_LENS = [37, 16, 1, 0, 29]
-
-
-def _cache(kv_heads, head_dim, block_size, context_lens, dtype, g, *, spare=3):
-    """Random caches [KVH, num_blocks, block_size, D] and a block table [n, max_blocks] whose ids are a
-    shuffle of the pool (never in order); rows pad their table with further valid ids, as the engine does."""
-    per_row = [math.ceil(length / block_size) for length in context_lens]
-    max_blocks = max(per_row) + 1  # one unused column for every row
-    num_blocks = sum(per_row) + spare
-    ids = torch.randperm(num_blocks, generator=g)
-    table = torch.randint(0, num_blocks, (len(context_lens), max_blocks), generator=g)
-    used = 0
-    for row, count in enumerate(per_row):
-        table[row, :count] = ids[used:used + count]
-        used += count
-    k_cache = torch.randn(kv_heads, num_blocks, block_size, head_dim, generator=g).to(dtype)
-    v_cache = torch.randn(kv_heads, num_blocks, block_size, head_dim, generator=g).to(dtype)
-    return k_cache.to(DEVICE), v_cache.to(DEVICE), table.to(DEVICE)
 
 
 def _reference(q, k_cache, v_cache, block_tables, context_lens, scale):
     """softmax(q k^T * scale) v per row, in float64 over the row's gathered context; zeros for no context."""
     n, heads, head_dim = q.shape
-    kv_heads, _, block_size, _ = k_cache.shape
     out = torch.zeros(n, heads, head_dim, dtype=torch.float64)
     for row in range(n):
         length = int(context_lens[row])
         if not length:
             continue
-        blocks = block_tables[row, :math.ceil(length / block_size)].long().cpu()
-        # [KVH, length, D] -> [H, length, D]: each KV head serves H / KVH consecutive query heads
-        keys = k_cache.cpu()[:, blocks].reshape(kv_heads, -1, head_dim)[:, :length].double()
-        values = v_cache.cpu()[:, blocks].reshape(kv_heads, -1, head_dim)[:, :length].double()
-        keys = keys.repeat_interleave(heads // kv_heads, dim=0)
-        values = values.repeat_interleave(heads // kv_heads, dim=0)
+        keys, values = gather_context(k_cache, v_cache, block_tables[row], length, heads)
         scores = torch.einsum("hd,hld->hl", q[row].cpu().double(), keys) * scale
         out[row] = torch.einsum("hl,hld->hd", torch.softmax(scores, dim=-1), values)
     return out
 
 
 def _inputs(heads, kv_heads, head_dim, block_size, context_lens=CONTEXT_LENS, dtype=torch.float32, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    k_cache, v_cache, table = _cache(kv_heads, head_dim, block_size, context_lens, dtype, g)
+    g = gen(seed)
+    k_cache, v_cache, table = paged_cache(kv_heads, head_dim, block_size, context_lens, dtype, g)
     q = torch.randn(len(context_lens), heads, head_dim, generator=g).to(dtype).to(DEVICE)
     return q, k_cache, v_cache, table, torch.tensor(context_lens, device=DEVICE)
 
 
-@pytest.mark.parametrize("heads,kv_heads,head_dim,block_size", [
-    (9, 3, 64, 16),   # SmolLM2: groups of 3
-    (8, 2, 32, 4),    # groups of 4
-    (4, 4, 32, 8),    # plain multi-head
-    (6, 2, 64, 5),    # a block size that is not a power of two
-])
+@pytest.mark.parametrize("heads,kv_heads,head_dim,block_size", ATTENTION_SHAPES)
 def test_matches_the_reference_on_scattered_partial_blocks(heads, kv_heads, head_dim, block_size):
     q, k_cache, v_cache, table, lens = _inputs(heads, kv_heads, head_dim, block_size)
     scale = head_dim ** -0.5
@@ -103,18 +73,12 @@ def test_splits_merge_to_the_one_split_result(num_splits):
 def test_strided_q_and_out_int32_indices():
     heads, kv_heads, head_dim = 9, 3, 64
     q0, k_cache, v_cache, table, lens = _inputs(heads, kv_heads, head_dim, 16, seed=1)
-    n = q0.shape[0]
-    # q as the fused projection hands it over: a view into [n, (H + 2 KVH) * D], rows far apart.
-    qkv = torch.randn(n, (heads + 2 * kv_heads) * head_dim, device=DEVICE)
-    qkv[:, :heads * head_dim] = q0.reshape(n, -1)
-    q = qkv[:, :heads * head_dim].view(n, heads, head_dim)
-    wide = torch.full((n, heads, head_dim + 8), 7.0, device=DEVICE)
-    out = wide[..., :head_dim]  # a strided output keeps the bytes between its rows
+    q, out, wide = strided_q_and_out(q0, kv_heads)
     got = paged_decode_attention(q, k_cache, v_cache, table.int(), lens.int(), 0.125, out, num_splits=2)
     assert got is out
     torch.testing.assert_close(out.cpu().double(), _reference(q0, k_cache, v_cache, table, lens, 0.125),
                                atol=1e-5, rtol=1e-5)
-    assert torch.equal(wide[..., head_dim:].cpu(), torch.full((n, heads, 8), 7.0))
+    assert torch.equal(wide[..., head_dim:].cpu(), torch.full((q0.shape[0], heads, 8), 7.0))
 
 
 # The reference sees the same rounded inputs in float64; what is left is the kernel's rounding of p (to the

@@ -1,7 +1,5 @@
 """gguf_matmul against x @ W^T with W gguf's own dequantization of the same blocks. CPU tensors run under
 Triton's interpreter."""
-import os
-
 import numpy as np
 import pytest
 import torch
@@ -9,18 +7,11 @@ from gguf import GGMLQuantizationType
 from gguf.quants import dequantize as gguf_dequantize
 from gguf.quants import quantize as gguf_quantize
 
+from tests.workers.kernels.triton.support import DEVICE, assert_matmul_close, gen, matmul_reference
 from workers.kernels.triton import gguf_matmul as module
 from workers.kernels.triton.gguf_matmul import gguf_matmul
 
-DEVICE = "cuda" if os.environ.get("TRITON_INTERPRET") == "0" else "cpu"  # compiled kernels on a GPU machine
 QTYPES = ["Q8_0", "Q4_0", "Q4_1"]
-# |y - ref| relative to max |ref|: float32 is exact products summed in float32; the half types round each
-# dequantized weight, and y, to their own precision
-TOLERANCE = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.5e-2}
-
-
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
 
 
 def _weight(qtype: str, n: int, k: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -30,17 +21,6 @@ def _weight(qtype: str, n: int, k: int, seed: int = 0) -> tuple[torch.Tensor, to
     raw = gguf_quantize(w, gtype)
     dense = gguf_dequantize(raw, gtype).astype(np.float32).reshape(n, k)
     return torch.from_numpy(raw), torch.from_numpy(dense)
-
-
-def _reference(x: torch.Tensor, dense: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
-    y = x.double() @ dense.double().T
-    return y if residual is None else y + residual.double()
-
-
-def _assert_close(y: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> None:
-    assert y.dtype == dtype and y.device.type == DEVICE
-    err = (y.cpu().double() - ref).abs().max().item()
-    assert err <= TOLERANCE[dtype] * ref.abs().max().item(), err
 
 
 def _run(x, raw, qtype, residual=None, **kwargs):
@@ -54,18 +34,18 @@ def _run(x, raw, qtype, residual=None, **kwargs):
 @pytest.mark.parametrize("with_residual", [False, True])
 def test_float32_matches_ggufs_dequantized_weight(qtype, m, n, k, with_residual):
     raw, dense = _weight(qtype, n, k)
-    x = torch.randn(m, k, generator=_gen(1))
-    residual = torch.randn(m, n, generator=_gen(2)) if with_residual else None
-    _assert_close(_run(x, raw, qtype, residual), _reference(x, dense, residual), torch.float32)
+    x = torch.randn(m, k, generator=gen(1))
+    residual = torch.randn(m, n, generator=gen(2)) if with_residual else None
+    assert_matmul_close(_run(x, raw, qtype, residual), matmul_reference(x, dense, residual), torch.float32)
 
 
 @pytest.mark.parametrize("qtype", QTYPES)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_precision_activations(qtype, dtype):
     raw, dense = _weight(qtype, 200, 128)
-    x = torch.randn(5, 128, generator=_gen(1)).to(dtype)
-    residual = torch.randn(5, 200, generator=_gen(2)).to(dtype)
-    _assert_close(_run(x, raw, qtype, residual), _reference(x, dense, residual), dtype)
+    x = torch.randn(5, 128, generator=gen(1)).to(dtype)
+    residual = torch.randn(5, 200, generator=gen(2)).to(dtype)
+    assert_matmul_close(_run(x, raw, qtype, residual), matmul_reference(x, dense, residual), dtype)
 
 
 @pytest.mark.parametrize("qtype", QTYPES)
@@ -73,34 +53,34 @@ def test_half_precision_activations(qtype, dtype):
 def test_gpu_tiles_split_rows_columns_and_k_across_programs(monkeypatch, qtype, m):
     monkeypatch.setattr(module, "interpreted", lambda t: False)
     raw, dense = _weight(qtype, 100, 352)  # K: 2 full 128-column tiles and a partial one (5 1/2 of 64)
-    x = torch.randn(m, 352, generator=_gen(1)).half()
-    _assert_close(_run(x, raw, qtype), _reference(x, dense), torch.float16)
+    x = torch.randn(m, 352, generator=gen(1)).half()
+    assert_matmul_close(_run(x, raw, qtype), matmul_reference(x, dense), torch.float16)
 
 
 def test_reordered_rows_and_strided_operands():
     qtype = "Q4_1"
     raw, dense = _weight(qtype, 96, 128)
-    order = torch.randperm(96, generator=_gen(3))
+    order = torch.randperm(96, generator=gen(3))
     wide = torch.zeros(96, raw.shape[1] + 8, dtype=torch.uint8)
     wide[:, 2:2 + raw.shape[1]] = raw[order]
     wide = wide.to(DEVICE)
     raw_view = wide[:, 2:2 + raw.shape[1]]  # rows 8 bytes longer than their blocks, starting 2 bytes in
-    x = torch.randn(7, 160, generator=_gen(1)).to(DEVICE)[:, 16:144]  # rows 160 apart
+    x = torch.randn(7, 160, generator=gen(1)).to(DEVICE)[:, 16:144]  # rows 160 apart
     y = gguf_matmul(x, raw_view, qtype)
-    _assert_close(y, _reference(x.cpu(), dense[order]), torch.float32)
+    assert_matmul_close(y, matmul_reference(x.cpu(), dense[order]), torch.float32)
     with pytest.raises(ValueError, match="even"):  # the fp16 scales are read through fp16 pointers
         gguf_matmul(x, wide[:, 3:3 + raw.shape[1]], qtype)
 
 
 def test_out_and_residual_in_place_and_enum_qtype():
     raw, dense = _weight("Q8_0", 64, 64)
-    x = torch.randn(3, 64, generator=_gen(1))
-    hidden = torch.randn(3, 64, generator=_gen(2))
-    want = _reference(x, dense, hidden)
+    x = torch.randn(3, 64, generator=gen(1))
+    hidden = torch.randn(3, 64, generator=gen(2))
+    want = matmul_reference(x, dense, hidden)
     hidden = hidden.to(DEVICE)
     y = gguf_matmul(x.to(DEVICE), raw.to(DEVICE), GGMLQuantizationType.Q8_0, residual=hidden, out=hidden)
     assert y is hidden
-    _assert_close(y, want, torch.float32)
+    assert_matmul_close(y, want, torch.float32)
 
 
 def test_every_weight_position_lands_on_its_column():
@@ -112,7 +92,7 @@ def test_every_weight_position_lands_on_its_column():
     raw = gguf_quantize(w, GGMLQuantizationType.Q4_0)
     dense = torch.from_numpy(gguf_dequantize(raw, GGMLQuantizationType.Q4_0).reshape(n, k))
     x = torch.arange(k, dtype=torch.float32)[None, :].repeat(16, 1) + torch.arange(16.0)[:, None]
-    _assert_close(_run(x, torch.from_numpy(raw), "Q4_0"), _reference(x, dense), torch.float32)
+    assert_matmul_close(_run(x, torch.from_numpy(raw), "Q4_0"), matmul_reference(x, dense), torch.float32)
 
 
 def test_bad_inputs_are_refused():

@@ -1,32 +1,12 @@
 """int8_matmul against x @ W^T with W = scale[:, None] * q, the dense weight quantize.Int8Weight defines. CPU
 tensors run under Triton's interpreter."""
-import os
-
 import pytest
 import torch
 
+from tests.workers.kernels.triton.support import DEVICE, assert_matmul_close, gen, matmul_reference
 from workers.kernels.triton import int8_matmul as module
 from workers.kernels.triton.int8_matmul import int8_matmul
 from workers.model.quantize import quantize_int8
-
-DEVICE = "cuda" if os.environ.get("TRITON_INTERPRET") == "0" else "cpu"  # compiled kernels on a GPU machine
-# |y - ref| relative to max |ref|: q is exact in every dtype, so only x and y carry the half types' rounding
-TOLERANCE = {torch.float32: 1e-5, torch.float16: 2e-3, torch.bfloat16: 1.5e-2}
-
-
-def _gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
-
-
-def _reference(x: torch.Tensor, w: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
-    y = x.double() @ w.double().T
-    return y if residual is None else y + residual.double()
-
-
-def _assert_close(y: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> None:
-    assert y.dtype == dtype and y.device.type == DEVICE
-    err = (y.cpu().double() - ref).abs().max().item()
-    assert err <= TOLERANCE[dtype] * ref.abs().max().item(), err
 
 
 def _run(x, q, scale, residual=None, **kwargs):
@@ -38,45 +18,45 @@ def _run(x, q, scale, residual=None, **kwargs):
 @pytest.mark.parametrize("m,n,k", [(1, 96, 64), (5, 200, 96), (33, 64, 320), (70, 300, 64)])  # last: 2 x 2 programs
 @pytest.mark.parametrize("with_residual", [False, True])
 def test_float32_matches_the_dequantized_weight(m, n, k, with_residual):
-    w = quantize_int8(torch.randn(n, k, generator=_gen(0)))
-    x = torch.randn(m, k, generator=_gen(1))
-    residual = torch.randn(m, n, generator=_gen(2)) if with_residual else None
-    _assert_close(_run(x, w.q, w.scale, residual), _reference(x, w.dequantize(), residual), torch.float32)
+    w = quantize_int8(torch.randn(n, k, generator=gen(0)))
+    x = torch.randn(m, k, generator=gen(1))
+    residual = torch.randn(m, n, generator=gen(2)) if with_residual else None
+    assert_matmul_close(_run(x, w.q, w.scale, residual), matmul_reference(x, w.dequantize(), residual), torch.float32)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_precision_activations(dtype):
-    w = quantize_int8(torch.randn(200, 128, generator=_gen(0)))
-    x = torch.randn(5, 128, generator=_gen(1)).to(dtype)
-    residual = torch.randn(5, 200, generator=_gen(2)).to(dtype)
-    _assert_close(_run(x, w.q, w.scale, residual), _reference(x, w.dequantize(), residual), dtype)
+    w = quantize_int8(torch.randn(200, 128, generator=gen(0)))
+    x = torch.randn(5, 128, generator=gen(1)).to(dtype)
+    residual = torch.randn(5, 200, generator=gen(2)).to(dtype)
+    assert_matmul_close(_run(x, w.q, w.scale, residual), matmul_reference(x, w.dequantize(), residual), dtype)
 
 
 @pytest.mark.parametrize("m", [5, 70])  # the decode tiles, then the prefill ones
 def test_gpu_tiles_split_rows_columns_and_k_across_programs(monkeypatch, m):
     monkeypatch.setattr(module, "interpreted", lambda t: False)
-    w = quantize_int8(torch.randn(100, 336, generator=_gen(0)))  # K: 2 full 128-column tiles and a partial one
-    x = torch.randn(m, 336, generator=_gen(1)).half()
-    _assert_close(_run(x, w.q, w.scale), _reference(x, w.dequantize()), torch.float16)
+    w = quantize_int8(torch.randn(100, 336, generator=gen(0)))  # K: 2 full 128-column tiles and a partial one
+    x = torch.randn(m, 336, generator=gen(1)).half()
+    assert_matmul_close(_run(x, w.q, w.scale), matmul_reference(x, w.dequantize()), torch.float16)
 
 
 def test_full_int8_range_and_strided_operands():
-    q = torch.randint(-128, 128, (96, 160), dtype=torch.int8, generator=_gen(0))
-    scale = torch.rand(96, generator=_gen(1)) + 0.5
-    x = torch.randn(7, 200, generator=_gen(2))
+    q = torch.randint(-128, 128, (96, 160), dtype=torch.int8, generator=gen(0))
+    scale = torch.rand(96, generator=gen(1)) + 0.5
+    x = torch.randn(7, 200, generator=gen(2))
     q_view, x_view = q.to(DEVICE)[:, 16:144], x.to(DEVICE)[:, 40:168]  # rows 160 and 200 apart
-    want = _reference(x[:, 40:168], scale[:, None] * q[:, 16:144].float())
-    _assert_close(int8_matmul(x_view, q_view, scale.to(DEVICE)), want, torch.float32)
+    want = matmul_reference(x[:, 40:168], scale[:, None] * q[:, 16:144].float())
+    assert_matmul_close(int8_matmul(x_view, q_view, scale.to(DEVICE)), want, torch.float32)
 
 
 def test_out_and_residual_in_place():
-    w = quantize_int8(torch.randn(64, 64, generator=_gen(0)))
-    x = torch.randn(3, 64, generator=_gen(1))
-    hidden = torch.randn(3, 64, generator=_gen(2))
-    want = _reference(x, w.dequantize(), hidden)
+    w = quantize_int8(torch.randn(64, 64, generator=gen(0)))
+    x = torch.randn(3, 64, generator=gen(1))
+    hidden = torch.randn(3, 64, generator=gen(2))
+    want = matmul_reference(x, w.dequantize(), hidden)
     hidden = hidden.to(DEVICE)
     assert int8_matmul(x.to(DEVICE), w.q.to(DEVICE), w.scale.to(DEVICE), residual=hidden, out=hidden) is hidden
-    _assert_close(hidden, want, torch.float32)
+    assert_matmul_close(hidden, want, torch.float32)
 
 
 def test_bad_inputs_are_refused():

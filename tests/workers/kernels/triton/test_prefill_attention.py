@@ -2,17 +2,15 @@
 gathered context: plain prompts, chunks after a cached prefix, single decode tokens, several sequences in one
 call, GQA groups 1, 3 and 4, block sizes 4, 5, 8 and 16, scattered block ids, strided q, index checks. CPU
 tensors run under Triton's interpreter."""
-import math
-import os
-
 import pytest
 import torch
 
+from tests.workers.kernels.triton.support import (ATTENTION_SHAPES, DEVICE, gather_context, gen, paged_cache,
+                                                  strided_q_and_out)
 from workers.kernels.triton import prefill_attention as module
 from workers.kernels.triton.decode_attention import paged_decode_attention
 from workers.kernels.triton.prefill_attention import paged_prefill_attention
 
-DEVICE = "cuda" if os.environ.get("TRITON_INTERPRET") == "0" else "cpu"  # compiled kernels on a GPU machine
 # (new tokens, tokens in the cache including them): a plain prompt, a chunk after a cached prefix that
 # starts mid-block, a decode token, a prompt of one token, a long chunk crossing many blocks after a prefix.
 SEQS = [(21, 21), (7, 30), (1, 18), (1, 1), (35, 40)]
@@ -21,38 +19,23 @@ SEQS = [(21, 21), (7, 30), (1, 18), (1, 1), (35, 40)]
 def _inputs(heads, kv_heads, head_dim, block_size, seqs=SEQS, dtype=torch.float32, seed=0, spare=3):
     """q [T, H, D] for the new tokens, random caches [KVH, num_blocks, block_size, D], a block table
     [P, max_blocks] of shuffled ids (rows padded with further valid ids), query_start [P + 1], context_lens."""
-    g = torch.Generator().manual_seed(seed)
-    per_row = [math.ceil(length / block_size) for _, length in seqs]
-    max_blocks = max(per_row) + 1  # one unused column for every row
-    num_blocks = sum(per_row) + spare
-    ids = torch.randperm(num_blocks, generator=g)
-    table = torch.randint(0, num_blocks, (len(seqs), max_blocks), generator=g)
-    used = 0
-    for row, count in enumerate(per_row):
-        table[row, :count] = ids[used:used + count]
-        used += count
-    k_cache = torch.randn(kv_heads, num_blocks, block_size, head_dim, generator=g).to(dtype).to(DEVICE)
-    v_cache = torch.randn(kv_heads, num_blocks, block_size, head_dim, generator=g).to(dtype).to(DEVICE)
+    g = gen(seed)
+    k_cache, v_cache, table = paged_cache(kv_heads, head_dim, block_size, [length for _, length in seqs], dtype, g,
+                                          spare=spare)
     q_lens = [q_len for q_len, _ in seqs]
     q = torch.randn(sum(q_lens), heads, head_dim, generator=g).to(dtype).to(DEVICE)
     query_start = torch.tensor([0] + q_lens, device=DEVICE).cumsum(0)
     context_lens = torch.tensor([length for _, length in seqs], device=DEVICE)
-    return q, k_cache, v_cache, table.to(DEVICE), query_start, context_lens
+    return q, k_cache, v_cache, table, query_start, context_lens
 
 
 def _reference(q, k_cache, v_cache, block_tables, query_start, context_lens, scale):
     """Per sequence, in float64: query i at position context_len - q_len + i attends to keys 0 .. that position."""
-    _, heads, head_dim = q.shape
-    kv_heads, _, block_size, _ = k_cache.shape
+    heads = q.shape[1]
     out = torch.zeros(q.shape, dtype=torch.float64)
     for seq in range(block_tables.shape[0]):
         begin, end, length = int(query_start[seq]), int(query_start[seq + 1]), int(context_lens[seq])
-        blocks = block_tables[seq, :math.ceil(length / block_size)].long().cpu()
-        # [KVH, length, D] -> [H, length, D]: each KV head serves H / KVH consecutive query heads
-        keys = k_cache.cpu()[:, blocks].reshape(kv_heads, -1, head_dim)[:, :length].double()
-        values = v_cache.cpu()[:, blocks].reshape(kv_heads, -1, head_dim)[:, :length].double()
-        keys = keys.repeat_interleave(heads // kv_heads, dim=0)
-        values = values.repeat_interleave(heads // kv_heads, dim=0)
+        keys, values = gather_context(k_cache, v_cache, block_tables[seq], length, heads)
         scores = torch.einsum("thd,hld->htl", q[begin:end].cpu().double(), keys) * scale
         positions = torch.arange(length - (end - begin), length)
         scores = scores.masked_fill(torch.arange(length)[None, :] > positions[:, None], float("-inf"))
@@ -64,12 +47,7 @@ def _max_query_len(seqs=SEQS):
     return max(q_len for q_len, _ in seqs)
 
 
-@pytest.mark.parametrize("heads,kv_heads,head_dim,block_size", [
-    (9, 3, 64, 16),   # SmolLM2: groups of 3
-    (8, 2, 32, 4),    # groups of 4
-    (4, 4, 32, 8),    # plain multi-head
-    (6, 2, 64, 5),    # a block size that is not a power of two
-])
+@pytest.mark.parametrize("heads,kv_heads,head_dim,block_size", ATTENTION_SHAPES)
 def test_matches_the_reference_for_prompts_chunks_and_decode_tokens(heads, kv_heads, head_dim, block_size):
     args = _inputs(heads, kv_heads, head_dim, block_size)
     scale = head_dim ** -0.5
@@ -108,19 +86,13 @@ def test_decode_tokens_match_the_decode_kernel():
 def test_strided_q_and_out_int32_indices():
     heads, kv_heads, head_dim = 9, 3, 64
     q0, k_cache, v_cache, table, query_start, lens = _inputs(heads, kv_heads, head_dim, 16, seed=3)
-    tokens = q0.shape[0]
-    # q as the fused projection hands it over: a view into [T, (H + 2 KVH) * D], rows far apart.
-    qkv = torch.randn(tokens, (heads + 2 * kv_heads) * head_dim, device=DEVICE)
-    qkv[:, :heads * head_dim] = q0.reshape(tokens, -1)
-    q = qkv[:, :heads * head_dim].view(tokens, heads, head_dim)
-    wide = torch.full((tokens, heads, head_dim + 8), 7.0, device=DEVICE)
-    out = wide[..., :head_dim]  # a strided output keeps the bytes between its rows
+    q, out, wide = strided_q_and_out(q0, kv_heads)
     got = paged_prefill_attention(q, k_cache, v_cache, table.int(), query_start.int(), lens.int(), 0.125, out,
                                   max_query_len=_max_query_len())
     assert got is out
     torch.testing.assert_close(out.cpu().double(), _reference(q0, k_cache, v_cache, table, query_start, lens, 0.125),
                                atol=1e-5, rtol=1e-5)
-    assert torch.equal(wide[..., head_dim:].cpu(), torch.full((tokens, heads, 8), 7.0))
+    assert torch.equal(wide[..., head_dim:].cpu(), torch.full((q0.shape[0], heads, 8), 7.0))
 
 
 # The reference sees the same rounded inputs in float64; what is left is the kernel's rounding of p (to the

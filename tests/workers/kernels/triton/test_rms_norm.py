@@ -1,15 +1,13 @@
 """The Triton RMSNorm against plain PyTorch: odd row counts and widths, strided rows, the fused residual add,
 and the rounding of layers.RMSNorm in float16/bfloat16. CPU tensors run under Triton's interpreter."""
-import os
-
 import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.workers.kernels.triton.support import DEVICE, gen
 from workers.kernels.triton import rms_norm as module
 from workers.kernels.triton.rms_norm import rms_norm
 
-DEVICE = "cuda" if os.environ.get("TRITON_INTERPRET") == "0" else "cpu"  # compiled kernels on a GPU machine
 EPS = 1e-5
 
 
@@ -21,7 +19,7 @@ def _reference(x, weight, eps=EPS):
 
 
 def _strided(rows, dim, dtype=torch.float32, seed=0):
-    g = torch.Generator().manual_seed(seed)
+    g = gen(seed)
     base = torch.randn(rows, dim + 40, generator=g) * 3  # rows dim + 40 apart
     return base.to(dtype).to(DEVICE)[:, :dim]
 

@@ -1,23 +1,21 @@
 """The Triton rotary + KV-cache write against layers.apply_rotary and plain indexing: GQA shapes, strided qkv
 rows, scattered slots and partial blocks, padding slots that must not write. CPU tensors run under Triton's
 interpreter."""
-import os
-
 import pytest
 import torch
 
+from tests.workers.kernels.triton.support import DEVICE, gen
 from workers.kernels.triton import rotary_kv as module
 from workers.kernels.triton.rotary_kv import rotary_store_kv
 from workers.model.layers import apply_rotary
 
-DEVICE = "cuda" if os.environ.get("TRITON_INTERPRET") == "0" else "cpu"  # compiled kernels on a GPU machine
 NUM_BLOCKS, BLOCK_SIZE = 5, 4
 # Tokens 1-3 fill block 4 partway, token 4 sits alone in block 0, the rest are scattered.
 SLOTS = [3, 17, 18, 19, 0, 9, 11]
 
 
 def _inputs(heads, kv_heads, head_dim, dtype=torch.float32, trig_dtype=None, slots=SLOTS, seed=0):
-    g = torch.Generator().manual_seed(seed)
+    g = gen(seed)
     tokens, width = len(slots), (heads + 2 * kv_heads) * head_dim
     qkv = (torch.randn(tokens, width + 24, generator=g) * 2).to(dtype).to(DEVICE)[:, :width]  # strided rows
     angles = torch.randn(tokens, head_dim // 2, generator=g) * 3

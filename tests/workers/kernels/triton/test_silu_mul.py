@@ -1,15 +1,12 @@
 """The Triton silu(gate) * up against plain PyTorch, including gates large enough to overflow a naive exp.
 CPU tensors run under Triton's interpreter."""
-import os
-
 import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.workers.kernels.triton.support import DEVICE, gen
 from workers.kernels.triton import silu_mul as module
 from workers.kernels.triton.silu_mul import silu_mul
-
-DEVICE = "cuda" if os.environ.get("TRITON_INTERPRET") == "0" else "cpu"  # compiled kernels on a GPU machine
 
 
 def _reference(gate_up):
@@ -18,7 +15,7 @@ def _reference(gate_up):
 
 
 def _gate_up(rows, inter, dtype=torch.float32, seed=0):
-    gate_up = torch.randn(rows, 2 * inter, generator=torch.Generator().manual_seed(seed)) * 6
+    gate_up = torch.randn(rows, 2 * inter, generator=gen(seed)) * 6
     gate_up[0, :4] = torch.tensor([-100.0, 100.0, -88.5, 0.0])
     return gate_up.to(dtype).to(DEVICE)
 

@@ -2,21 +2,26 @@
 
 Requests and tokens are the same code: a request costs 1 against a requests limit and its
 tokens against a tokens limit and the month's budget, all reserved in one atomic step.
+
+Counts live in the shared store; while it fails, `Failover` says whether to count in this process
+(each replica its share) or refuse. Refusals are gateway.limits.errors, never HTTP: the API maps them.
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-from gateway.api.errors import insufficient_quota, rate_limited
+from gateway.limits.errors import LimitsUnavailable, QuotaExceeded, RateLimited
+from gateway.limits.failover import Failover, FailoverConfig, MonthUsage
 from gateway.limits.limit import Budget, RateLimit
-from gateway.limits.storage import Storage
+from gateway.limits.reservation import LOCAL, SHARED, Reservation
+from gateway.limits.storage import Outcome, Storage, StorageUnavailable
 from gateway.limits.strategy import STRATEGIES, Check, budget_check
 
-MonthUsage = Callable[[str, datetime], Awaitable[int]]  # (tenant_id, month_start) -> tokens billed
+__all__ = ["Limiter", "LimitedPrincipal", "MonthUsage", "Reservation"]
+
+T = TypeVar("T")
 
 
 class LimitedPrincipal(Protocol):
@@ -29,27 +34,14 @@ class LimitedPrincipal(Protocol):
     monthly_token_budget: int | None
 
 
-@dataclass(slots=True)
-class Reservation:
-    token_keys: list[str]  # TPM counters charged `tokens`
-    tokens: int
-    budget_key: str | None
-    budget_granted: int  # may be less than `tokens` for a stream metered as it flows
-    budget_limit: int = 0
-    headers: dict[str, str] = field(default_factory=dict)
-    settled: bool = False
-
-    @property
-    def budget_limited(self) -> bool:
-        return self.budget_key is not None
-
-
 class Limiter:
     def __init__(self, storage: Storage, *, month_usage: MonthUsage, strategy: str = "sliding",
-                 window_s: float = 60.0, clock: Callable[[], float] = time.time) -> None:
+                 window_s: float = 60.0, clock: Callable[[], float] = time.time,
+                 failover: FailoverConfig = FailoverConfig()) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {sorted(STRATEGIES)}, got {strategy!r}")
         self.storage = storage
+        self.failover = Failover(storage, failover, month_usage=month_usage, clock=clock)
         self._strategy = STRATEGIES[strategy]()
         self._month_usage = month_usage
         self._window_s = window_s
@@ -59,12 +51,20 @@ class Limiter:
         await self.storage.start()
 
     async def stop(self) -> None:
+        await self.failover.stop()
         await self.storage.stop()
 
-    def _limits(self, p: LimitedPrincipal) -> list[RateLimit]:
+    async def _on(self, store: str, op: Callable[[Storage], Awaitable[T]]) -> T:
+        """Run `op` on a reservation's store: the shared one through its breaker, or the local one."""
+        if store == SHARED:
+            return await self.failover.call(op)
+        return await op(self.failover.local)
+
+    def _limits(self, p: LimitedPrincipal, share: int = 1) -> list[RateLimit]:
         spec = [(p.rpm, "requests", f"tenant:{p.tenant_id}"), (p.tpm, "tokens", f"tenant:{p.tenant_id}"),
                 (p.key_rpm, "requests", f"key:{p.key_id}"), (p.key_tpm, "tokens", f"key:{p.key_id}")]
-        return [RateLimit(amount, self._window_s, unit, scope) for amount, unit, scope in spec if amount is not None]
+        return [RateLimit(max(1, amount // share), self._window_s, unit, scope)
+                for amount, unit, scope in spec if amount is not None]
 
     async def reserve(self, principal: LimitedPrincipal, est_tokens: int, *,
                       min_tokens: int | None = None) -> Reservation:
@@ -72,61 +72,108 @@ class Limiter:
 
         With `min_tokens`, the month's budget may grant less than `est_tokens` (but at least
         `min_tokens`): the caller then meters the rest with `extend` as tokens arrive.
-        Raises 429 rate_limit_exceeded (with Retry-After) or 429 insufficient_quota."""
+        Raises RateLimited, QuotaExceeded, or LimitsUnavailable (the shared store is failing and
+        the failover mode is "closed"). Never waits on a failing store longer than its timeout."""
         now = self._clock()
-        limits = self._limits(principal)
+        try:
+            return await self._reserve_in(SHARED, principal, est_tokens, min_tokens, now)
+        except StorageUnavailable:
+            if not self.failover.local_mode:
+                raise LimitsUnavailable("Rate limits cannot be checked right now; please retry shortly.",
+                                        retry_after_s=self.failover.retry_after_s()) from None
+        return await self._reserve_in(LOCAL, principal, est_tokens, min_tokens, now)
+
+    async def _reserve_in(self, store: str, principal: LimitedPrincipal, est_tokens: int,
+                          min_tokens: int | None, now: float) -> Reservation:
+        share = 1 if store == SHARED else self.failover.config.replicas
+        limits = self._limits(principal, share)
         checks = [self._strategy.check(lim, cost=1 if lim.unit == "requests" else est_tokens, now=now)
                   for lim in limits]
         budget = None
         if principal.monthly_token_budget is not None:
             budget = Budget(principal.monthly_token_budget, principal.tenant_id)
             checks.append(budget_check(budget, cost=est_tokens, min_cost=min_tokens or est_tokens, now=now))
-        outcome = await self._reserve_seeded(checks, principal.tenant_id, now)
+        outcome = await self._reserve_seeded(store, checks, principal.tenant_id, now, share)
         headers = _headers(limits, checks, outcome.used)
         if outcome.status == 0:
             refused = checks[outcome.index]
             if refused.must_exist:
-                raise insufficient_quota("You exceeded your current quota: the month's token budget is spent.")
-            raise rate_limited(f"Rate limit reached for {refused.name.split(':')[0]} "
-                               f"({refused.limit} {refused.name.split(':')[2]} per {int(self._window_s)}s).",
-                               retry_after=refused.reset_in_s, headers=headers)
+                raise QuotaExceeded("You exceeded your current quota: the month's token budget is spent.")
+            raise RateLimited(f"Rate limit reached for {refused.name.split(':')[0]} "
+                              f"({refused.limit} {refused.name.split(':')[2]} per {int(self._window_s)}s).",
+                              retry_after_s=refused.reset_in_s, headers=headers)
         token_keys = [c.keys[0] for c, lim in zip(checks, limits) if lim.unit == "tokens"]
         if budget is None:
-            return Reservation(token_keys, est_tokens, None, est_tokens, 0, headers)
-        return Reservation(token_keys, est_tokens, checks[-1].keys[0], outcome.granted[-1], budget.tokens, headers)
+            return Reservation(token_keys, est_tokens, None, est_tokens, 0, headers, store=store,
+                               tenant_id=principal.tenant_id)
+        r = Reservation(token_keys, est_tokens, checks[-1].keys[0], outcome.granted[-1], budget.tokens, headers,
+                        store=store, tenant_id=principal.tenant_id, month_start=Budget.month_start(now))
+        self.failover.track(r)
+        if store == LOCAL:
+            self.failover.mark(r)
+        return r
 
-    async def _reserve_seeded(self, checks: list[Check], tenant_id: str, now: float):
+    async def _reserve_seeded(self, store: str, checks: list[Check], tenant_id: str, now: float,
+                              share: int) -> Outcome:
         for _ in range(3):
-            outcome = await self.storage.reserve(checks)
+            outcome = await self._on(store, lambda s: s.reserve(checks))
             if outcome.status != -1:
                 return outcome
-            # First use of the month's counter here: start it from what the ledger already billed.
+            # First use of the month's counter here: start it from what the ledger already billed
+            # (counting locally: plus what the other replicas may spend of what is left).
             check = checks[outcome.index]
             used = await self._month_usage(tenant_id, Budget.month_start(now))
-            await self.storage.seed(check.keys[0], used, check.ttl_s)
+            value = max(used, check.limit - (check.limit - used) // share)
+            await self._on(store, lambda s: s.seed(check.keys[0], value, check.ttl_s))
         raise RuntimeError(f"budget counter {checks[-1].keys[0]} vanished while seeding it")
 
     async def extend(self, reservation: Reservation, tokens: int) -> int:
-        """Grant up to `tokens` more from the month's budget; returns what was granted (maybe 0)."""
-        if reservation.budget_key is None:
-            reservation.budget_granted += tokens
+        """Grant up to `tokens` more from the month's budget; returns what was granted (maybe 0).
+
+        Never raises. If the reservation's store fails, or its local counter is gone (carried over to
+        the shared store, which holds its worst case), it may still use up to its own worst case
+        (`reservation.tokens`) when counting locally is allowed; otherwise nothing more."""
+        r = reservation
+        if r.budget_key is None:
+            r.budget_granted += tokens
             return tokens
-        check = Check("budget", (reservation.budget_key,), (1.0,), reservation.budget_limit, tokens, 1,
-                      0.0, must_exist=True)
-        outcome = await self.storage.reserve([check])
-        granted = outcome.granted[0] if outcome.status == 1 else 0
-        reservation.budget_granted += granted
+        check = Check("budget", (r.budget_key,), (1.0,), r.budget_limit, tokens, 1, 0.0, must_exist=True)
+        within_worst_case = min(tokens, max(0, r.tokens - r.budget_granted))
+        try:
+            outcome = await self._on(r.store, lambda s: s.reserve([check]))
+        except StorageUnavailable:
+            self.failover.mark(r)
+            granted = within_worst_case if self.failover.local_mode else 0
+        else:
+            if outcome.status == 1:
+                granted = outcome.granted[0]
+            elif outcome.status == -1 and r.store == LOCAL:
+                granted = within_worst_case
+            else:
+                granted = 0
+            if r.store == LOCAL:
+                self.failover.mark(r)
+        r.budget_granted += granted
         return granted
 
     async def settle(self, reservation: Reservation, actual_tokens: int) -> None:
-        """Give back what the request reserved but did not use (or charge what it overshot)."""
-        if reservation.settled:
+        """Give back what the request reserved but did not use (or charge what it overshot), in the
+        store that holds it. Never raises: if that store fails, the budget is set from the ledger later."""
+        r = reservation
+        if r.settled:
             return
-        reservation.settled = True
-        deltas = [(k, actual_tokens - reservation.tokens) for k in reservation.token_keys]
-        if reservation.budget_key is not None:
-            deltas.append((reservation.budget_key, actual_tokens - reservation.budget_granted))
-        await self.storage.adjust(deltas)
+        r.settled = True
+        deltas = [(k, actual_tokens - r.tokens) for k in r.token_keys]
+        if r.budget_key is not None:
+            deltas.append((r.budget_key, actual_tokens - r.budget_granted))
+        try:
+            await self._on(r.store, lambda s: s.adjust(deltas))
+            if r.carried:
+                await self._on(SHARED, lambda s: s.adjust([(r.budget_key, actual_tokens - r.carried)]))
+        except StorageUnavailable:
+            self.failover.mark(r)
+        finally:
+            self.failover.untrack(r)
 
 
 def _headers(limits: list[RateLimit], checks: list[Check], used: list[int]) -> dict[str, str]:

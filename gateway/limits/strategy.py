@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from gateway.limits.limit import Budget, RateLimit
 
-_MONTH_TTL_S = 40 * 24 * 3600  # outlives the month; the next month uses a new key
+MONTH_TTL_S = 40 * 24 * 3600  # outlives the month; the next month uses a new key
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,4 +58,4 @@ STRATEGIES: dict[str, type[FixedWindow] | type[SlidingWindow]] = {
 def budget_check(budget: Budget, *, cost: int, min_cost: int, now: float) -> Check:
     """A month's token budget: never a window to wait out, so Retry-After does not apply."""
     return Check(f"tenant:{budget.tenant_id}:month", (budget.key(now),), (1.0,), budget.tokens,
-                 cost, min(cost, min_cost), ttl_s=_MONTH_TTL_S, must_exist=True)
+                 cost, min(cost, min_cost), ttl_s=MONTH_TTL_S, must_exist=True)

@@ -15,6 +15,14 @@ class Outcome:
     granted: list[int] = field(default_factory=list)
 
 
+class StorageUnavailable(Exception):
+    """The store did not answer (refused, reset, or past its deadline): the counts are unknown."""
+
+    def __init__(self, message: str, *, timeout: bool = False) -> None:
+        super().__init__(message)
+        self.timeout = timeout
+
+
 class Storage(Protocol):
     async def start(self) -> None: ...
 
@@ -24,4 +32,10 @@ class Storage(Protocol):
 
     async def adjust(self, deltas: list[tuple[str, int]]) -> None: ...
 
-    async def seed(self, key: str, value: int, ttl_s: float) -> int: ...
+    async def seed(self, key: str, value: int, ttl_s: float) -> int:
+        """Set `key` to `value` unless it exists; returns its value after the call."""
+        ...
+
+    async def overwrite(self, values: dict[str, int], ttl_s: float) -> None:
+        """Set every key to its value whatever it held (reconciling counters from the ledger)."""
+        ...

@@ -1,20 +1,43 @@
 """The usage ledger writer: routes hand it a record and move on; a background task batches
-the inserts. Idempotent by request_id, so a retried batch never bills twice."""
+the inserts. Idempotent by request_id, so a retried batch never bills twice.
+
+When the database cannot be reached, a batch goes to the local spool (gateway/billing/spool.py)
+at once, fsync'd; a second task replays the spool into the database when it answers again, and
+at start-up (rows an earlier process spooled). Replaying is the same idempotent insert, so a row
+that did land before a failure is never billed twice. Rows are costed when they are inserted,
+at the price in effect at their created_at, spooled or not. Rows the database refuses outright
+(bad data, not a connection problem) are set aside in the spool's rejected file, loudly."""
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 
+from prometheus_client import Counter, Gauge
+from sqlalchemy import text
+
 from gateway.billing.prices import PriceBook, UnknownPrice
+from gateway.billing.spool import REJECTED, Spool
 from gateway.crud.usage import insert_usage
 from gateway.db.database import Database
+from gateway.db.errors import database_unavailable
 from gateway.db.types import utcnow
 
 log = logging.getLogger(__name__)
+
+# Process-wide, like the router's collectors: one /metrics per process.
+# outcome: spooled (database down) | replayed (from the spool) | rejected (the database refused the
+# row itself; kept in the rejected file) | lost (neither the database nor the spool could take it)
+ROWS = Counter("tollgate_ledger_rows", "Usage rows that did not go straight to the database, by outcome",
+               ["outcome"])
+SPOOL_BYTES = Gauge("tollgate_ledger_spool_bytes", "Bytes of usage rows waiting in the local spool")
+
+
+class LedgerFull(Exception):
+    """The database is down and the spool is full: a new request's row would have nowhere durable to go."""
 
 
 @dataclass(slots=True)
@@ -35,27 +58,76 @@ class UsageRecord:
     created_at: datetime = field(default_factory=utcnow)
 
 
+def record_to_json(rec: UsageRecord) -> dict:
+    row = asdict(rec)
+    row["created_at"] = rec.created_at.isoformat()
+    return row
+
+
+_FIELDS = frozenset(f.name for f in fields(UsageRecord))
+
+
+def record_from_json(row: dict) -> UsageRecord:
+    """A spooled row back as a record; KeyError, TypeError or ValueError when it is not one."""
+    kw = {k: v for k, v in row.items() if k in _FIELDS}
+    kw["created_at"] = datetime.fromisoformat(kw["created_at"])
+    return UsageRecord(**kw)
+
+
+def _no_answer(error: BaseException) -> bool:
+    """The database did not answer: unreachable, or too slow to wait for."""
+    return isinstance(error, TimeoutError) or database_unavailable(error)
+
+
 class Ledger:
     def __init__(self, database: Database, prices: PriceBook, currency: str = "USD", *,
-                 batch_size: int = 500, linger_s: float = 0.05, retries: int = 3,
-                 retry_delay_s: float = 0.5) -> None:
-        if batch_size < 1 or retries < 0 or linger_s < 0 or retry_delay_s < 0:
-            raise ValueError("batch_size >= 1, retries, linger_s and retry_delay_s >= 0")
+                 spool: Spool | None = None, batch_size: int = 500, linger_s: float = 0.05,
+                 retries: int = 3, retry_delay_s: float = 0.5, replay_interval_s: float = 2.0,
+                 write_timeout_s: float = 10.0) -> None:
+        """Without a `spool`, a row the database cannot take after every retry is only logged.
+        An insert slower than `write_timeout_s` counts as a database that cannot be reached (one
+        that hangs rather than refuses): its batch is spooled; should the insert land after all,
+        the replay skips its rows."""
+        if (batch_size < 1 or retries < 0 or linger_s < 0 or retry_delay_s < 0 or replay_interval_s <= 0
+                or write_timeout_s <= 0):
+            raise ValueError("batch_size >= 1, retries, linger_s and retry_delay_s >= 0, "
+                             "replay_interval_s and write_timeout_s > 0")
+        self._write_timeout_s = write_timeout_s
         self._database, self._prices, self._currency = database, prices, currency
+        self._spool = spool
         self._batch_size, self._linger_s = batch_size, linger_s
         self._retries, self._retry_delay_s = retries, retry_delay_s
+        self._replay_interval_s = replay_interval_s
         self._queue: deque[UsageRecord] = deque()
         self._write_lock = asyncio.Lock()
+        self._replay_lock = asyncio.Lock()
         self._wake = asyncio.Event()
+        self._replay_wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task | None = None
+        self._replay_task: asyncio.Task | None = None
         self._stopping = False
         self._closed = False
-        self.failed: list[UsageRecord] = []  # rows the database refused after every retry
+        self._database_down = False  # the last insert (or probe) could not reach the database
+        self.spooled = self.replayed = self.rejected = self.lost = 0  # rows, since start
 
     @property
     def pending(self) -> int:
         return len(self._queue)
+
+    @property
+    def spool(self) -> Spool | None:
+        return self._spool
+
+    def has_room(self) -> bool:
+        """Whether new billable work may start. False only while the database is down and the
+        spool is full (or cannot be written): that work's row would have nowhere durable to go."""
+        return self._spool is None or not self._database_down or not self._spool.full
+
+    def ensure_room(self) -> None:
+        """LedgerFull unless `has_room()`: call before admitting a request that will be billed."""
+        if not self.has_room():
+            raise LedgerFull("the database is unreachable and the usage spool is full")
 
     def record(self, rec: UsageRecord) -> None:
         """Queue a row and return at once (never blocks the request)."""
@@ -78,26 +150,41 @@ class Ledger:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
+        if self._spool is not None:
+            await asyncio.to_thread(self._spool.open)
+            SPOOL_BYTES.set(self._spool.bytes)
+            # Replays at once: rows spooled before a restart or crash are billed now.
+            self._replay_task = asyncio.create_task(self._replay_loop(), name="usage-spool-replay")
         self._task = asyncio.create_task(self._run(), name="usage-ledger")
         if self._queue:
             self._wake.set()
 
     async def flush(self) -> None:
-        """Return once every record queued before the call is in the database."""
+        """Return once every record queued before the call is in the database or the spool
+        (or back in the queue, when neither can take it: the writer tries again)."""
         async with self._write_lock:
             while self._queue:
                 batch = [self._queue.popleft() for _ in range(min(self._batch_size, len(self._queue)))]
-                await self._write(batch)
+                left = await self._write(batch)
+                if left:
+                    self._queue.extendleft(reversed(left))
+                    return
 
     async def close(self) -> None:
-        """Stop the writer and drain the queue; later records are written synchronously."""
-        # Never cancel the writer: a cancelled insert would leave its batch unaccounted for.
+        """Stop the writer and the replayer and drain the queue; later records are written synchronously."""
+        # Never cancel them: a cancelled insert would leave its batch unaccounted for.
         self._stopping = True
         self._wake.set()
-        if self._task is not None:
-            await self._task
-            self._task = None
+        self._replay_wake.set()
+        for task in (self._task, self._replay_task):
+            if task is not None:
+                await task
+        self._task = self._replay_task = None
         await self.flush()
+        while self._queue:
+            self._give_up(self._queue.popleft())
+        if self._spool is not None:
+            await asyncio.to_thread(self._spool.close)
         self._closed = True
 
     async def _run(self) -> None:
@@ -107,35 +194,211 @@ class Ledger:
             if not self._stopping:
                 await asyncio.sleep(self._linger_s)  # let a batch gather
             await self.flush()
+            if self._queue and not self._stopping:
+                await asyncio.sleep(max(self._retry_delay_s, 0.1))  # nowhere to write them now
+                self._wake.set()
 
-    async def _write(self, batch: list[UsageRecord]) -> None:
+    async def _write(self, batch: list[UsageRecord]) -> list[UsageRecord]:
+        """Insert `batch`, or spool it when the database is unreachable. Returns the rows that
+        could go nowhere (the database down and the spool failing): the caller keeps them."""
         for attempt in range(self._retries + 1):
             try:
-                await asyncio.to_thread(self._insert, batch)
-                return
-            except Exception:
+                await self._insert_within(batch)
+                self._answered()
+                return []
+            except Exception as e:
+                if self._spool is not None and _no_answer(e):
+                    self._unreachable(e)
+                    return await self._to_spool(batch)  # durable now; no waiting on retries
                 log.exception("usage ledger: writing %d rows failed (attempt %d of %d)",
                               len(batch), attempt + 1, self._retries + 1)
                 if attempt < self._retries:
                     await asyncio.sleep(self._retry_delay_s * 2 ** attempt)
         # The batch keeps failing: isolate the bad rows so the good ones still land.
+        left: list[UsageRecord] = []
         for rec in batch:
             try:
-                await asyncio.to_thread(self._insert, [rec])
-            except Exception:
-                self._give_up(rec)
+                await self._insert_within([rec])
+            except Exception as e:
+                if self._spool is not None and _no_answer(e):
+                    left += await self._to_spool([rec])
+                else:
+                    await asyncio.to_thread(self._reject, rec, e)
+        return left
+
+    async def _insert_within(self, batch: list[UsageRecord]) -> None:
+        async with asyncio.timeout(self._write_timeout_s):
+            await asyncio.to_thread(self._insert, batch)
+
+    async def _to_spool(self, batch: list[UsageRecord]) -> list[UsageRecord]:
+        try:
+            await asyncio.to_thread(self._spool.append, [record_to_json(r) for r in batch])
+        except OSError:
+            log.exception("usage ledger: the spool cannot take %d rows either; keeping them in memory",
+                          len(batch))
+            return batch
+        self.spooled += len(batch)
+        ROWS.labels("spooled").inc(len(batch))
+        SPOOL_BYTES.set(self._spool.bytes)
+        return []
 
     def _write_now(self, batch: list[UsageRecord]) -> None:
+        try:
+            self._insert(batch)
+            return
+        except Exception as e:
+            if self._spool is None or not database_unavailable(e):
+                for rec in batch:
+                    self._write_one_now(rec)
+                return
+        try:
+            self._spool.append([record_to_json(r) for r in batch])
+            self.spooled += len(batch)
+            ROWS.labels("spooled").inc(len(batch))
+        except OSError:
+            for rec in batch:
+                self._give_up(rec)
+
+    def _write_one_now(self, rec: UsageRecord) -> None:
+        try:
+            self._insert([rec])
+        except Exception as e:
+            self._reject(rec, e)
+
+    def _reject(self, rec: UsageRecord, error: BaseException) -> None:
+        """The database refused this row itself (not a connection problem): set it aside, loudly."""
+        self.rejected += 1
+        ROWS.labels("rejected").inc()
+        row = record_to_json(rec)
+        kept = "NOT kept anywhere"
+        if self._spool is not None:
+            try:
+                self._spool.reject([{"reason": f"{type(error).__name__}: {error}"[:1000], "row": row}])
+                kept = f"kept in {self._spool.config.directory / REJECTED}"
+            except OSError:
+                log.exception("usage ledger: cannot write the rejected-rows file")
+        log.critical("usage ledger: the database refused a row (%s: %s); %s: %s", type(error).__name__,
+                     str(error)[:300], kept, json.dumps(row), exc_info=error)
+
+    def _give_up(self, rec: UsageRecord) -> None:
+        """Neither the database nor the spool can take the row: the log is its last record."""
+        self.lost += 1
+        ROWS.labels("lost").inc()
+        log.critical("usage ledger: row NOT written (database and spool both failed): %s",
+                     json.dumps(record_to_json(rec)))
+
+    # --- the database's state, as the last insert saw it
+
+    def _unreachable(self, error: BaseException) -> None:
+        if not self._database_down:
+            where = self._spool.config.directory if self._spool is not None else "nowhere"
+            log.warning("usage ledger: database unreachable (%s); spooling rows to %s", type(error).__name__, where)
+        self._database_down = True
+
+    def _answered(self) -> None:
+        """The database took a write: if it was down, the spool can be replayed now."""
+        if not self._database_down:
+            return
+        self._database_down = False
+        log.info("usage ledger: database answers again; replaying the spool")
+        loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(self._replay_wake.set)
+
+    # --- replaying the spool
+
+    async def replay(self) -> int:
+        """Bill what the spool holds, segment by segment: its rows into the database, then the file
+        deleted. Stops at the first sign the database is still down, leaving the rest for the
+        next pass. Returns the rows handed to the database (some may have been there already)."""
+        if self._spool is None:
+            return 0
+        async with self._replay_lock:
+            await asyncio.to_thread(self._spool.seal)  # the active segment becomes replayable
+            done = 0
+            for path in await asyncio.to_thread(self._spool.segments):
+                if self._stopping:
+                    break
+                n = await asyncio.to_thread(self._replay_segment, path)
+                if n is None:
+                    break
+                done += n
+            SPOOL_BYTES.set(self._spool.bytes)
+        if done:
+            log.info("usage ledger: replayed %d spooled rows", done)
+        return done
+
+    def _replay_segment(self, path) -> int | None:
+        """In a worker thread: one segment into the database; None when it had to stop."""
+        with self._spool.take(path) as segment:
+            if segment is None:
+                return 0  # a writer still holds it, or another replayer took it
+            records, bad = [], [{"reason": "unreadable line", "line": line} for line in segment.bad_lines]
+            for row in segment.rows:
+                try:
+                    records.append(record_from_json(row))
+                except (KeyError, TypeError, ValueError) as e:
+                    bad.append({"reason": f"not a usage row: {e}", "row": row})
+            for i in range(0, len(records), self._batch_size):
+                if self._stopping or not self._replay_batch(records[i:i + self._batch_size]):
+                    return None  # the file stays: the next replay starts it over (idempotent)
+            if bad:
+                log.critical("usage ledger: %d unusable spooled line(s) set aside in %s", len(bad),
+                             self._spool.config.directory / REJECTED)
+                self._spool.reject(bad)
+            self._spool.remove(segment)
+        self.replayed += len(records)
+        ROWS.labels("replayed").inc(len(records))
+        return len(records)
+
+    def _replay_batch(self, batch: list[UsageRecord]) -> bool:
+        """True once every row is committed or set aside; False when the database is unreachable."""
+        try:
+            self._insert(batch)
+            self._answered()
+            return True
+        except Exception as e:
+            if database_unavailable(e):
+                self._unreachable(e)
+                return False
+            log.warning("usage ledger: a replayed batch was refused (%s); inserting row by row", e)
         for rec in batch:
             try:
                 self._insert([rec])
-            except Exception:
-                self._give_up(rec)
+            except Exception as e:
+                if database_unavailable(e):
+                    self._unreachable(e)
+                    return False
+                self._reject(rec, e)
+        return True
 
-    def _give_up(self, rec: UsageRecord) -> None:
-        self.failed.append(rec)
-        log.critical("usage ledger: row NOT written, kept in Ledger.failed: %s",
-                     json.dumps(asdict(rec), default=str), exc_info=True)
+    async def _replay_loop(self) -> None:
+        while not self._stopping:
+            try:
+                if self._spool.pending and await asyncio.to_thread(self._reachable):
+                    await self.replay()
+            except Exception:
+                log.exception("usage ledger: spool replay failed; trying again in %.1fs", self._replay_interval_s)
+            try:
+                async with asyncio.timeout(self._replay_interval_s):
+                    await self._replay_wake.wait()
+            except TimeoutError:
+                pass
+            self._replay_wake.clear()
+
+    def _reachable(self) -> bool:
+        """Cheap check before reading a segment while the database is believed down."""
+        if not self._database_down:
+            return True
+        try:
+            with self._database.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+        except Exception as e:
+            if not database_unavailable(e):
+                raise
+            return False
+        self._answered()
+        return True
 
     def _insert(self, batch: list[UsageRecord]) -> None:
         """In a worker thread: cost each row (the PriceBook may reload) and insert them."""

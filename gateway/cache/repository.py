@@ -8,10 +8,12 @@ from datetime import UTC, datetime
 
 import numpy as np
 from sqlalchemy import Engine, delete, select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
 from gateway.cache.table import SemanticCacheEntryRow
 from gateway.cache.types import CachedAnswer, CacheEntry
+from gateway.db.errors import database_unavailable
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +88,19 @@ class CacheRepository:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
     def save(self, entry: CacheEntry, *, evicted: list[str] = ()) -> None:
-        """Insert an entry and drop the rows it displaced, in one transaction."""
+        """Insert an entry and drop the rows it displaced, in one transaction. Best effort: with
+        the database unreachable the entry still serves from memory (it is only not there after a
+        restart), so the failure is logged, not raised. Deletes stay strict: an invalidation that
+        did not reach the database must not look done."""
+        try:
+            self._save(entry, evicted)
+        except SQLAlchemyError as e:
+            if not database_unavailable(e):
+                raise
+            log.warning("semantic cache: entry %s kept in memory only, the database is unreachable (%s)",
+                        entry.id, type(e).__name__)
+
+    def _save(self, entry: CacheEntry, evicted: list[str]) -> None:
         with self._sessions() as session, session.begin():
             if evicted:
                 session.execute(delete(SemanticCacheEntryRow).where(SemanticCacheEntryRow.id.in_(list(evicted))))
@@ -99,6 +113,11 @@ class CacheRepository:
             return
         with self._sessions() as session, session.begin():
             session.execute(delete(SemanticCacheEntryRow).where(SemanticCacheEntryRow.id.in_(entry_ids)))
+
+    def ids(self) -> set[str]:
+        """Every persisted entry's id."""
+        with self._sessions() as session:
+            return set(session.scalars(select(SemanticCacheEntryRow.id)))
 
     def delete_tenant(self, *, tenant_id: str) -> int:
         with self._sessions() as session, session.begin():

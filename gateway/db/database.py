@@ -32,7 +32,10 @@ def create_db_engine(url: str, *, echo: bool = False) -> Engine:
     url = normalise_url(url)
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
-        return create_engine(url, echo=echo, pool_pre_ping=True)
+        # A server that silently drops packets must fail a connection attempt in seconds, not after TCP's
+        # own minutes: the gateway's outage paths (auth grace, ledger spool, 503s) depend on hearing back.
+        connect = {"connect_timeout": 3} if parsed.get_backend_name() == "postgresql" else {}
+        return create_engine(url, echo=echo, pool_pre_ping=True, connect_args=connect)
     memory = parsed.database in (None, "", ":memory:")
     if not memory:
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
 import asyncio
+import json
 import logging
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -9,6 +10,7 @@ from sqlalchemy import func, select
 from gateway.billing.ledger import Ledger, UsageRecord
 from gateway.billing.period import Month
 from gateway.billing.prices import PriceBook
+from gateway.billing.spool import REJECTED, Spool, SpoolConfig
 from gateway.crud.prices import set_price
 from gateway.crud.tenants import create_tenant
 from gateway.crud.usage import month_tokens
@@ -120,8 +122,20 @@ async def test_a_bad_row_does_not_sink_its_batch_and_is_kept_loudly(database, te
     with caplog.at_level(logging.ERROR, logger="gateway.billing.ledger"):
         await ledger.flush()
     assert [r.request_id for r in rows(database)] == ["req-good"]
-    assert [r.request_id for r in ledger.failed] == ["req-orphan"]
+    assert ledger.rejected == 1
     assert any(r.levelno == logging.CRITICAL and "req-orphan" in r.getMessage() for r in caplog.records)
+
+
+async def test_with_a_spool_a_bad_row_is_set_aside_in_the_rejected_file(database, tenant_id, tmp_path):
+    spool = Spool(SpoolConfig(tmp_path / "spool"))
+    ledger = Ledger(database, PriceBook(database), "EUR", spool=spool, linger_s=0, retry_delay_s=0)
+    ledger.record(rec(tenant_id, "good"))
+    ledger.record(rec("no-such-tenant", "orphan"))
+    await ledger.flush()
+    assert [r.request_id for r in rows(database)] == ["req-good"]
+    [kept] = [json.loads(line) for line in (tmp_path / "spool" / REJECTED).read_text().splitlines()]
+    assert kept["row"]["request_id"] == "req-orphan" and "IntegrityError" in kept["reason"]
+    assert ledger.rejected == 1 and ledger.spooled == 0 and not spool.pending
 
 
 async def test_unpriced_model_keeps_its_tokens_with_no_cost(database, tenant_id, ledger, caplog):

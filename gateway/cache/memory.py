@@ -46,6 +46,9 @@ class EntryStore:
     def tenant_entry_ids(self, tenant_id: str) -> list[str]:
         return list(self._lru.get(tenant_id, ()))
 
+    def ids(self) -> list[str]:
+        return list(self._entries)
+
     def add(self, entry: CacheEntry) -> None:
         """Insert (or replace the entry under the same exact key); most recently used."""
         previous = self.by_exact_key(entry.exact_key)

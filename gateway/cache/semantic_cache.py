@@ -66,6 +66,16 @@ class SemanticCache:
         """Re-index the persisted entries (at start-up); the number loaded."""
         return await asyncio.to_thread(self.load_sync)
 
+    async def forget(self, tenant_id: str) -> int:
+        """Drop the tenant's entries from this process only: another replica invalidated them and
+        deleted their rows (gateway.events). The number dropped."""
+        return await asyncio.to_thread(self.forget_sync, tenant_id)
+
+    async def forget_deleted(self) -> int:
+        """Drop the entries whose rows are gone: invalidations on another replica that this one
+        missed (gateway.events resync). The number dropped."""
+        return await asyncio.to_thread(self.forget_deleted_sync)
+
     def stats(self, tenant_id: str) -> CacheStats:
         with self._lock:
             counters = self._stats.get(tenant_id) or CacheStats(tenant_id)
@@ -110,7 +120,12 @@ class SemanticCache:
                 return self._semantic(request, text, namespace, vector, policy, now, expired)
         finally:
             if expired and self._repository is not None:
-                self._repository.delete(entry_ids=expired)
+                try:
+                    self._repository.delete(entry_ids=expired)
+                except Exception:
+                    # Expired rows only: memory already dropped them, and the next load skips them by TTL.
+                    # A database outage must not turn this lookup (maybe a hit) into a bypass.
+                    log.warning("semantic cache: could not delete %d expired rows", len(expired), exc_info=True)
 
     def _semantic(self, request: CacheRequest, text: str, namespace: str, vector, policy: TenantCachePolicy,
                   now: float, expired: list[str]) -> CacheLookup:
@@ -180,6 +195,27 @@ class SemanticCache:
         if removed:
             self.metrics.evictions.labels(tenant_id, "invalidated").inc(len(removed))
         return len(removed)
+
+    def forget_sync(self, tenant_id: str) -> int:
+        with self._lock:
+            removed = self._store.remove_tenant(tenant_id)
+        if removed:
+            self.metrics.evictions.labels(tenant_id, "invalidated").inc(len(removed))
+        return len(removed)
+
+    def forget_deleted_sync(self) -> int:
+        if self._repository is None:
+            return 0
+        with self._lock:
+            held = self._store.ids()
+        persisted = self._repository.ids()
+        # An entry whose row is still being written goes too: a miss later, never a wrong answer.
+        with self._lock:
+            gone = [self._store.remove(i) for i in held if i not in persisted]
+        gone = [e for e in gone if e is not None]
+        for entry in gone:
+            self.metrics.evictions.labels(entry.tenant_id, "invalidated").inc()
+        return len(gone)
 
     def load_sync(self) -> int:
         if self._repository is None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from gateway.catalogue import Catalogue
+from gateway.db.errors import database_unavailable
 from gateway.routing import policy
 from gateway.routing.canary import CanaryMonitor, RollbackPolicy
 from gateway.routing.errors import RouteChangeError, RoutingError, UnknownModel, UnknownVersion
@@ -44,6 +45,7 @@ class Router:
         self._monitor = CanaryMonitor(rollback or RollbackPolicy())
         self.metrics = VersionMetrics(self._monitor.policy.window_s, clock)
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[str], None]] = []
         specs = catalogue.alias_specs()
         self._names = set(specs) | set(catalogue.models)
         self._defaults = {a: make_route(a, s.weights, s.fallbacks, s.stable_version,
@@ -170,10 +172,48 @@ class Router:
                              versions=self._versions, names=self._names)
             if new == current and actor == AUTO_ROLLBACK_ACTOR:
                 return current  # already rolled back (two verdicts raced): nothing to record
-            self._store.save(new, AuditEntry(actor, action, alias, current.to_dict(), new.to_dict(), reason))
+            try:
+                self._store.save(new, AuditEntry(actor, action, alias, current.to_dict(), new.to_dict(), reason))
+            except Exception as e:
+                # A failing canary leaves rotation even while the database is down (in this process;
+                # it is not persisted). An operator's change is refused instead: a 503 to retry.
+                if actor != AUTO_ROLLBACK_ACTOR or not database_unavailable(e):
+                    raise
+                log.error("auto-rollback of %s applied in memory only: the database is unreachable (%s)",
+                          alias, type(e).__name__)
             self._routes = {**self._routes, alias: new}
-        # Outcomes from before a change say little about a version brought (back) into rotation.
-        for v, w in new.weights.items():
-            if w > 0 and current.weights.get(v, 0) == 0:
-                self.metrics.reset(v)
+        self._reset_rejoined(current, new)
+        self._notify(alias)
         return new
+
+    def _reset_rejoined(self, before: Route | None, after: Route) -> None:
+        # Outcomes from before a change say little about a version brought (back) into rotation.
+        for v, w in after.weights.items():
+            if w > 0 and (before is None or before.weights.get(v, 0) == 0):
+                self.metrics.reset(v)
+
+    # -- replicas (gateway.events) ---------------------------------------------------------
+
+    def listen(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(alias)` after every change this router persists, operators' and automatic
+        rollbacks alike. A failing listener is logged; the change stands."""
+        self._listeners.append(listener)
+
+    def _notify(self, alias: str) -> None:
+        for listener in self._listeners:
+            try:
+                listener(alias)
+            except Exception:
+                log.exception("route change listener failed", extra={"alias": alias})
+
+    def reload(self, alias: str | None = None) -> None:
+        """Re-read the persisted overrides that another replica changed: one alias, or every one.
+        An alias without a (valid) override goes back to its catalogue default."""
+        with self._lock:  # a change of this router's own is persisted and swapped under it too
+            overrides = self._valid_overrides()
+            before = self._routes
+            aliases = list(self._defaults) if alias is None else [alias]
+            fresh = {a: overrides.get(a, self._defaults[a]) for a in aliases if a in self._defaults}
+            self._routes = {**before, **fresh}
+        for a, route in fresh.items():
+            self._reset_rejoined(before.get(a), route)

@@ -5,9 +5,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 
-from gateway.api.deps import AdminDep
+from gateway.api.admin.announce import announce
+from gateway.api.deps import AdminDep, ServicesDep
 from gateway.api.errors import not_found
 from gateway.cache.semantic_cache import SemanticCache
+from gateway.events.events import CacheInvalidated
 
 router = APIRouter(prefix="/admin/tenants", tags=["admin"])
 
@@ -31,15 +33,20 @@ async def cache_stats(tenant_id: str, cache: CacheDep, _: AdminDep) -> dict:
 
 
 @router.delete("/{tenant_id}/cache")
-async def invalidate_tenant(tenant_id: str, cache: CacheDep, _: AdminDep) -> dict:
-    """Drop every cached answer of the tenant."""
-    return {"tenant_id": tenant_id, "deleted": await cache.invalidate(tenant_id)}
+async def invalidate_tenant(tenant_id: str, cache: CacheDep, _: AdminDep, services: ServicesDep) -> dict:
+    """Drop every cached answer of the tenant, on every replica (`deleted` counts this one's)."""
+    deleted = await cache.invalidate(tenant_id)
+    announce(services, CacheInvalidated(tenant_id))
+    return {"tenant_id": tenant_id, "deleted": deleted}
 
 
 @router.delete("/{tenant_id}/cache/{entry_id}")
-async def invalidate_entry(tenant_id: str, entry_id: str, cache: CacheDep, _: AdminDep) -> dict:
-    """Drop one cached answer; 404 when the tenant has no such entry."""
+async def invalidate_entry(tenant_id: str, entry_id: str, cache: CacheDep, _: AdminDep,
+                           services: ServicesDep) -> dict:
+    """Drop one cached answer; 404 when this replica has no such entry of the tenant (each replica
+    keeps the answers it generated, so every replica is told to drop it either way)."""
     deleted = await cache.invalidate(tenant_id, entry_id)
+    announce(services, CacheInvalidated(tenant_id, entry_id))
     if not deleted:
         raise not_found(f"No cache entry {entry_id!r} for tenant {tenant_id!r}.")
     return {"tenant_id": tenant_id, "entry_id": entry_id, "deleted": deleted}

@@ -5,12 +5,14 @@ from datetime import UTC
 
 from fastapi import APIRouter
 
+from gateway.api.admin.announce import announce
 from gateway.api.admin.tenants import tenant_or_404
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.api.errors import invalid_request, not_found
 from gateway.catalogue import Catalogue
 from gateway.crud.keys import create_key, get_key, list_keys, revoke_key
 from gateway.db.types import utcnow
+from gateway.events.events import KeyRevoked
 from gateway.schemas.admin import KeyCreate, KeyCreated, KeyList, KeyOut
 
 router = APIRouter()
@@ -54,4 +56,5 @@ def revoke(key_id: str, session: SessionDep, services: ServicesDep) -> KeyOut:
         raise not_found(f"No API key with id {key_id!r}.")
     key = revoke_key(session, key=key)
     services.authenticator.invalidate_key(key_id)
+    announce(services, KeyRevoked(key_id))
     return KeyOut.model_validate(key)

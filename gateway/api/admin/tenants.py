@@ -4,11 +4,13 @@ from __future__ import annotations
 from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
+from gateway.api.admin.announce import announce
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.api.errors import APIError, not_found
 from gateway.crud.errors import AlreadyExists
 from gateway.crud.tenants import create_tenant, get_tenant, list_tenants, update_tenant
 from gateway.db.models.tenant import Tenant
+from gateway.events.events import TenantChanged
 from gateway.schemas.admin import TenantCreate, TenantList, TenantOut, TenantUpdate
 
 router = APIRouter()
@@ -49,11 +51,12 @@ def read(tenant_id: str, session: SessionDep) -> TenantOut:
 
 @router.patch("/tenants/{tenant_id}", response_model=TenantOut)
 def update(tenant_id: str, body: TenantUpdate, session: SessionDep, services: ServicesDep) -> TenantOut:
-    """Change limits, status or cache settings; takes effect on the next request in this process."""
+    """Change limits, status or cache settings; takes effect on the next request, on every replica."""
     tenant = tenant_or_404(session, tenant_id)
     try:
         tenant = update_tenant(session, tenant=tenant, changes=body.model_dump(exclude_unset=True))
     except AlreadyExists as e:
         raise _name_taken(e) from e
     services.authenticator.invalidate_tenant(tenant_id)
+    announce(services, TenantChanged(tenant_id))
     return TenantOut.model_validate(tenant)

@@ -78,7 +78,7 @@ async def main(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="tollgate-bench-"))
     url = f"sqlite:///{tmp / 'bench.db'}"
     settings = Settings(DATABASE_URL=url, REDIS_URL=args.redis_url if args.redis else "", data_dir=tmp,
-                        admin_key="tga-bench", log_level="WARNING", embeddings_enabled=False)
+                        admin_key="tga-bench-" + "0" * 32, log_level="WARNING", embeddings_enabled=False)
     key = setup_database(url, load_catalogue(settings.catalogue))
     backend = CannedBackend(tokens=MAX_TOKENS)
     app = create_app(settings, backend=backend)

@@ -1,22 +1,38 @@
-"""Operations endpoints: metrics, liveness, readiness."""
+"""Operations endpoints: metrics (behind the metrics token), liveness, readiness."""
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Annotated
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
 
+from gateway.api.deps import bearer_token
+from gateway.api.errors import invalid_api_key
+from gateway.security.secret_file import secret_matches
 from gateway.services import AppServices
 
 router = APIRouter(tags=["ops"])
 log = logging.getLogger("tollgate.ops")
 
 
+async def require_metrics_reader(request: Request) -> None:
+    """The metrics token (or the admin key) as Bearer; anything else is a 401."""
+    services = request.app.state.services
+    token = bearer_token(request)
+    if not (secret_matches(token, services.metrics_token) or secret_matches(token, services.admin_key)):
+        raise invalid_api_key("Incorrect metrics token provided: send TOLLGATE_METRICS_TOKEN (or the token in "
+                              "<data_dir>/metrics_token) as a Bearer token.")
+
+
+MetricsReaderDep = Annotated[None, Depends(require_metrics_reader)]
+
+
 @router.get("/metrics")
-async def metrics(services: AppServices) -> Response:
+async def metrics(_: MetricsReaderDep, services: AppServices) -> Response:
     """Prometheus exposition of this process's metrics."""
     return Response(services.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
@@ -29,13 +45,26 @@ async def healthz() -> dict:
 
 @router.get("/readyz")
 async def readyz(services: AppServices) -> JSONResponse:
-    """Ready when the database answers and at least one version can serve."""
-    checks = {"database": await asyncio.to_thread(_database_ok, services), "accepting": services.drain.accepting}
+    """Ready when a version can serve, the gateway accepts work, and usage can be recorded somewhere.
+
+    The database is reported, not required: through an outage known keys still authenticate (grace period)
+    and usage rows spool to disk, so taking every replica out of a load balancer would turn a database
+    outage into a full one. Only a full spool (database down and no room left to record usage) gates."""
+    database = await asyncio.to_thread(_database_ok, services)
     versions = await services.backend.health()
-    checks["backend"] = any(versions.values())
+    checks = {"accepting": services.drain.accepting, "backend": any(versions.values()),
+              "usage_recording": database or services.ledger.has_room()}
     ready = all(checks.values())
-    return JSONResponse({"status": "ready" if ready else "not_ready", "checks": checks, "versions": versions},
-                        status_code=200 if ready else 503)
+    checks["database"] = database
+    return JSONResponse({"status": ("ready" if database else "degraded") if ready else "not_ready",
+                         "checks": checks, "versions": versions}, status_code=200 if ready else 503)
+
+
+@router.get("/health")
+async def health(services: AppServices) -> Response:
+    """200 when ready to serve, as vLLM's and TGI's servers answer it (load tools probe this path)."""
+    ready = await readyz(services)
+    return Response(status_code=ready.status_code)
 
 
 def _database_ok(services) -> bool:

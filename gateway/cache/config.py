@@ -38,7 +38,8 @@ class TenantCachePolicy:
 
 @dataclass(slots=True)
 class CacheConfig:
-    """The semantic cache's own settings; `default_policy` fills a tenant's unset columns."""
+    """The semantic cache's own settings; `default_policy` fills a tenant's unset columns.
+    Its max_entries is a finite cap (LRU eviction beyond it), so memory stays bounded per tenant."""
 
     default_policy: TenantCachePolicy = TenantCachePolicy()
     candidates: int = 4  # nearest neighbours checked by the guards, best first
@@ -49,6 +50,9 @@ class CacheConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.default_policy, TenantCachePolicy):
             raise TypeError("default_policy must be a TenantCachePolicy")
+        if self.default_policy.max_entries < 1:
+            # A tenant may opt out of the cap (its cache_max_entries = 0); the default never does.
+            raise ValueError(f"default_policy.max_entries must be >= 1, got {self.default_policy.max_entries}")
         if self.candidates < 1:
             raise ValueError(f"candidates must be >= 1, got {self.candidates}")
         if self.faiss_threads < 1:

@@ -7,6 +7,8 @@ import sys
 import uvicorn
 
 from gateway.security.admin_key import ensure_admin_key
+from gateway.security.metrics_token import ensure_metrics_token
+from gateway.security.secret_file import WeakSecret
 from gateway.settings import Settings
 
 
@@ -21,9 +23,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     settings = Settings()
-    _, path = ensure_admin_key(settings)
+    try:
+        _, path = ensure_admin_key(settings)
+        _, token_path = ensure_metrics_token(settings)
+    except WeakSecret as e:
+        raise SystemExit(f"tollgate: {e}") from None
     where = f"in {path.resolve()}" if path else "from TOLLGATE_ADMIN_KEY"
     print(f"tollgate: admin key {where}", file=sys.stderr)
+    where = f"in {token_path.resolve()}" if token_path else "from TOLLGATE_METRICS_TOKEN"
+    print(f"tollgate: /metrics token {where}", file=sys.stderr)
     uvicorn.run("gateway.main:create_app", factory=True, host=args.host or settings.host,
                 port=args.port or settings.port, log_level=settings.log_level.lower(),
                 timeout_graceful_shutdown=args.graceful_timeout)

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import sys
 
@@ -85,8 +84,8 @@ def run(args: argparse.Namespace, settings: Settings | None = None, client: http
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    resp = call(args, method, path, body=body, client=client, settings=settings,
-                headers={"x-tollgate-actor": getpass.getuser()})
+    # The audit log names the admin credential, not a login name the client could make up.
+    resp = call(args, method, path, body=body, client=client, settings=settings)
     if resp is None:
         return 1
     _show(resp.json())

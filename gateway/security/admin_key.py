@@ -1,12 +1,17 @@
-"""The admin credential: Settings.admin_key, else generated once into <data_dir>/admin_key (0600)."""
+"""The admin credential: Settings.admin_key, else generated once into <data_dir>/admin_key (0600).
+
+A key shorter than MIN_SECRET_CHARS is refused at start-up. Audit logs name the credential by
+`admin_actor` (a fingerprint), never by anything the client says about itself."""
 from __future__ import annotations
 
-import hmac
-import os
-import secrets
 from pathlib import Path
 
+from gateway.security.secret_file import (MIN_SECRET_CHARS, ensure_secret_file, fingerprint, read_secret_file,
+                                          require_strong, secret_matches)
 from gateway.settings import Settings
+
+__all__ = ["ADMIN_KEY_FILE", "ADMIN_KEY_PREFIX", "MIN_SECRET_CHARS", "admin_actor", "admin_key_matches",
+           "admin_key_path", "ensure_admin_key", "read_admin_key"]
 
 ADMIN_KEY_PREFIX = "tga-"
 ADMIN_KEY_FILE = "admin_key"
@@ -18,39 +23,29 @@ def admin_key_path(settings: Settings) -> Path:
 
 def read_admin_key(settings: Settings) -> str | None:
     """The configured or previously generated key, without creating one."""
-    if settings.admin_key:
-        return settings.admin_key
-    path = admin_key_path(settings)
-    if not path.exists():
-        return None
-    return path.read_text().strip() or None
+    return settings.admin_key or read_secret_file(admin_key_path(settings))
 
 
 def ensure_admin_key(settings: Settings) -> tuple[str, Path | None]:
     """(key, file it lives in); the file is None when the key came from the environment.
 
     Side effect: on the first start without TOLLGATE_ADMIN_KEY, writes a new key to
-    <data_dir>/admin_key with mode 0600; later starts reuse it.
+    <data_dir>/admin_key with mode 0600; later starts reuse it. Raises WeakSecret for a short key.
     """
-    if settings.admin_key:
-        return settings.admin_key, None
     path = admin_key_path(settings)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    key = ADMIN_KEY_PREFIX + secrets.token_urlsafe(32)
-    try:
-        # O_EXCL: two processes starting at once cannot both write a key.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        existing = path.read_text().strip()
-        if not existing:
-            raise RuntimeError(f"admin key file {path} is empty; delete it to generate a new key")
-        if path.stat().st_mode & 0o077:
-            os.chmod(path, 0o600)
-        return existing, path
-    with os.fdopen(fd, "w") as f:
-        f.write(key + "\n")
-    return key, path
+    if settings.admin_key:
+        hint = f"Unset TOLLGATE_ADMIN_KEY to have one generated into {path}, or set a random one " \
+               "(`openssl rand -hex 32`)."
+        return require_strong(settings.admin_key, what="admin key", source="TOLLGATE_ADMIN_KEY", hint=hint), None
+    key = ensure_secret_file(path, ADMIN_KEY_PREFIX)
+    hint = "Delete the file to have a new key generated, or set TOLLGATE_ADMIN_KEY."
+    return require_strong(key, what="admin key", source=str(path), hint=hint), path
 
 
 def admin_key_matches(given: str, expected: str) -> bool:
-    return bool(expected) and hmac.compare_digest(given.encode(), expected.encode())
+    return secret_matches(given, expected)
+
+
+def admin_actor(admin_key: str) -> str:
+    """Who made an admin change, for audit logs: "admin:<fingerprint of the credential>"."""
+    return f"admin:{fingerprint(admin_key)}"

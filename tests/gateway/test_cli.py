@@ -24,7 +24,7 @@ def db_url(sqlite_url):  # the CLI is about HTTP and argv, not the database: SQL
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path):
-    for name in ("TOLLGATE_ADMIN_KEY", "DATABASE_URL", "TOLLGATE_HOST", "TOLLGATE_PORT"):
+    for name in ("TOLLGATE_ADMIN_KEY", "TOLLGATE_METRICS_TOKEN", "DATABASE_URL", "TOLLGATE_HOST", "TOLLGATE_PORT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TOLLGATE_DATA_DIR", str(tmp_path / "cli-data"))
 
@@ -135,15 +135,22 @@ def test_serve_prints_the_admin_key_file_and_runs_the_app_factory(capsys, monkey
     calls = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append((app, kw)))
     rc, _, err = run(capsys, "serve", "--port", "9999")
-    key_file = tmp_path / "cli-data" / "admin_key"
+    key_file, token_file = tmp_path / "cli-data" / "admin_key", tmp_path / "cli-data" / "metrics_token"
     assert rc == 0 and key_file.exists() and str(key_file) in err
+    assert token_file.exists() and str(token_file) in err
     [(app, kw)] = calls
     assert app == "gateway.main:create_app" and kw["factory"] is True and kw["port"] == 9999
     assert kw["timeout_graceful_shutdown"] == 30.0
 
-    monkeypatch.setenv("TOLLGATE_ADMIN_KEY", "from-env")
+    monkeypatch.setenv("TOLLGATE_ADMIN_KEY", "from-env-" + "k" * 32)
     rc, _, err = run(capsys, "serve")
     assert "TOLLGATE_ADMIN_KEY" in err
+
+    monkeypatch.setenv("TOLLGATE_ADMIN_KEY", "from-env")  # too short: refused before anything starts
+    calls.clear()
+    with pytest.raises(SystemExit, match="at least 32 characters"):
+        run(capsys, "serve")
+    assert calls == []
 
 
 def test_every_command_parses():

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict
 
 from gateway.api.deps import AdminDep
 from gateway.api.errors import APIError, invalid_request, not_found
 from gateway.routing.errors import RoutingError, UnknownModel
 from gateway.routing.router import Router
+from gateway.security.admin_key import admin_actor
 
 router = APIRouter(prefix="/admin/routes", tags=["admin"])
 
@@ -20,8 +21,15 @@ def get_router(request: Request) -> Router:
 
 
 RouterDep = Annotated[Router, Depends(get_router)]
-# Who made a change, for the audit log (the CLI sends the operator's login name).
-ActorDep = Annotated[str, Header(alias="x-tollgate-actor", min_length=1, max_length=200)]
+
+
+async def credential_actor(request: Request, _: AdminDep) -> str:
+    """Who made a change, for the audit log: the admin credential that authorised it ("admin:<fingerprint>").
+    Never a client-sent header: an `x-tollgate-actor` header is ignored."""
+    return admin_actor(request.app.state.services.admin_key)
+
+
+ActorDep = Annotated[str, Depends(credential_actor)]
 
 
 class RouteUpdate(BaseModel):
@@ -70,19 +78,18 @@ def get_route(alias: str, _: AdminDep, routes: RouterDep) -> dict:
 
 
 @router.put("/{alias}")
-def set_route(alias: str, body: RouteUpdate, _: AdminDep, routes: RouterDep,
-              actor: ActorDep = "admin") -> dict:
+def set_route(alias: str, body: RouteUpdate, actor: ActorDep, routes: RouterDep) -> dict:
     """Replace an alias' weights (sum 100) and optionally its fallbacks."""
     return _apply(routes.set_weights, alias, body.weights, body.fallbacks, actor, stable=body.stable)
 
 
 @router.post("/{alias}/promote")
-def promote(alias: str, body: Promotion, _: AdminDep, routes: RouterDep, actor: ActorDep = "admin") -> dict:
+def promote(alias: str, body: Promotion, actor: ActorDep, routes: RouterDep) -> dict:
     """All traffic to one version, which becomes the stable one."""
     return _apply(routes.promote, alias, body.version, actor)
 
 
 @router.post("/{alias}/rollback")
-def rollback(alias: str, _: AdminDep, routes: RouterDep, actor: ActorDep = "admin") -> dict:
+def rollback(alias: str, actor: ActorDep, routes: RouterDep) -> dict:
     """Canaries to 0, the stable version to 100."""
     return _apply(routes.rollback, alias, actor)

@@ -9,7 +9,7 @@ from gateway.api.admin.cache import router
 from gateway.api.errors import install_error_handlers
 from tests.gateway.cache.conftest import ask
 
-ADMIN_KEY = "tga-cache-test-admin"
+ADMIN_KEY = "tga-cache-test-admin-0123456789abcdef"
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 
 

@@ -26,3 +26,20 @@ def test_policy_for_fills_unset_tenant_columns_with_defaults():
 
 def test_default_threshold_is_the_evaluated_one():
     assert TenantCachePolicy().threshold == DEFAULT_THRESHOLD == 0.86
+
+
+def test_the_default_policy_keeps_a_finite_cap():
+    assert 0 < CacheConfig().default_policy.max_entries < float("inf")
+    with pytest.raises(ValueError, match="default_policy.max_entries"):
+        CacheConfig(default_policy=TenantCachePolicy(max_entries=0))
+    assert CacheConfig().policy_for(max_entries=0).max_entries == 0  # a tenant may still opt out
+
+
+def test_settings_give_the_default_cap():
+    from pydantic import ValidationError
+
+    from gateway.settings import Settings
+
+    assert Settings().cache_max_entries_per_tenant == 10_000
+    with pytest.raises(ValidationError, match="cache_max_entries_per_tenant"):
+        Settings(cache_max_entries_per_tenant=0)

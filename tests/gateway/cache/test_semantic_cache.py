@@ -149,7 +149,7 @@ async def test_stats_and_metrics_count_results(make_cache, policy):
 
     from gateway.cache import CacheMetrics
 
-    metrics = CacheMetrics(CollectorRegistry())
+    metrics = CacheMetrics(CollectorRegistry(), per_tenant=True)
     cache = make_cache(metrics=metrics, savings=lambda model, p, c: (p + c) / 1e6)
     await cache.store(ask("What is the capital of France?"), policy, **ANSWER)
     await cache.lookup(ask("What is the capital of France?"), policy)
@@ -162,6 +162,42 @@ async def test_stats_and_metrics_count_results(make_cache, policy):
     assert sample("tollgate_cache_tokens_saved_total", {"tenant": "t1", "model": "chat", "kind": "completion"}) == 3
     assert sample("tollgate_cache_money_saved_total", {"tenant": "t1", "model": "chat"}) == pytest.approx(15e-6)
     assert sample("tollgate_cache_lookup_seconds_count", {"tier": "exact"}) == 1
+
+
+async def test_metrics_do_not_name_tenants_by_default(make_cache, policy):
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from gateway.cache import CacheMetrics
+
+    metrics = CacheMetrics(CollectorRegistry())
+    cache = make_cache(metrics=metrics)
+    for tenant in ("t1", "t2"):
+        await cache.store(ask("What is the capital of France?", tenant=tenant), policy, **ANSWER)
+        await cache.lookup(ask("What is the capital of France?", tenant=tenant), policy)
+    await cache.invalidate("t2")
+    sample = metrics.registry.get_sample_value
+    # One series summed over tenants; no tenant label anywhere in the exposition.
+    assert sample("tollgate_cache_lookups_total", {"model": "chat", "result": "hit", "tier": "exact"}) == 2
+    assert sample("tollgate_cache_stores_total", {"model": "chat", "result": "stored"}) == 2
+    assert sample("tollgate_cache_evictions_total", {"reason": "invalidated"}) == 1
+    assert "tenant=" not in generate_latest(metrics.registry).decode()
+
+
+async def test_the_default_cap_is_finite_and_evicts(make_cache):
+    assert CacheConfig().default_policy.max_entries == 10_000  # finite out of the box
+    config = CacheConfig(default_policy=TenantCachePolicy(max_entries=2))
+    cache = make_cache(config=config)
+    unset = config.policy_for(max_entries=None)  # a tenant whose cache_max_entries column is NULL
+    for question in ("How do I reset my password?", "How do I track my order?", "Do you ship to Canada?"):
+        await put(cache, ask(question), unset)
+    assert cache.stats("t1").entries == 2
+    assert (await cache.lookup(ask("How do I reset my password?"), unset)).status == "miss"  # the oldest went
+    assert (await cache.lookup(ask("Do you ship to Canada?"), unset)).status == "hit"
+    # A tenant's own column overrides the default.
+    roomy = config.policy_for(max_entries=5)
+    for question in ("How do I reset my password?", "Where is my invoice?", "Can I pay by card?"):
+        await put(cache, ask(question, tenant="t2"), roomy)
+    assert cache.stats("t2").entries == 3
 
 
 async def test_guard_rejections_are_counted(cache, policy):

@@ -11,12 +11,13 @@ from gateway.api.admin.routes import router as admin_routes
 from gateway.api.errors import install_error_handlers
 from gateway.routing import cli
 from gateway.routing.router import Router
+from gateway.security.admin_key import admin_actor
 from gateway.settings import Settings
 
 from .conftest import BF16, FP32
 
 KEY = "tga-routes-test-key-0123456789abcdef"
-AUTH = {"Authorization": f"Bearer {KEY}", "x-tollgate-actor": "alice"}
+AUTH = {"Authorization": f"Bearer {KEY}"}
 
 
 @pytest.fixture
@@ -45,7 +46,9 @@ def test_admin_key_required(client):
 
 
 def test_put_promote_rollback_audit(client):
-    r = client.put("/admin/routes/chat", headers=AUTH, json={"weights": {"fp32": 50, "bf16": 50}})
+    # The audit names the credential; what the client says about itself is ignored.
+    claims = {**AUTH, "x-tollgate-actor": "alice"}
+    r = client.put("/admin/routes/chat", headers=claims, json={"weights": {"fp32": 50, "bf16": 50}})
     assert r.status_code == 200 and r.json()["weights"] == {FP32: 50, BF16: 50}
     r = client.post("/admin/routes/chat/promote", headers=AUTH, json={"version": BF16})
     assert r.json()["weights"] == {FP32: 0, BF16: 100}
@@ -53,8 +56,15 @@ def test_put_promote_rollback_audit(client):
     r = client.post("/admin/routes/chat/rollback", headers=AUTH)
     assert r.json()["weights"] == {FP32: 0, BF16: 100}
     audit = client.get("/admin/routes/audit?alias=chat", headers=AUTH).json()["data"]
-    assert [(e["action"], e["actor"]) for e in audit] == [("rollback", "alice"), ("set", "alice"),
-                                                          ("promote", "alice"), ("set", "alice")]
+    me = admin_actor(KEY)
+    assert me.startswith("admin:") and KEY not in me
+    assert [(e["action"], e["actor"]) for e in audit] == [("rollback", me), ("set", me), ("promote", me), ("set", me)]
+
+
+def test_route_changes_need_the_admin_key_even_with_an_actor_header(client):
+    r = client.post("/admin/routes/chat/rollback", headers={"x-tollgate-actor": "alice"})
+    assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key"
+    assert client.get("/admin/routes/audit", headers=AUTH).json()["data"] == []
 
 
 @pytest.mark.parametrize("body,param", [
@@ -101,7 +111,7 @@ def test_cli(client, capsys):
     rc, _, err = run_cli(client, capsys, "set", "chat", "fp32=seventy")
     assert rc == 2 and "integer" in err
     rc, out, _ = run_cli(client, capsys, "audit", "--alias", "chat")
-    assert rc == 0 and '"action": "promote"' in out
+    assert rc == 0 and '"action": "promote"' in out and f'"actor": "{admin_actor(KEY)}"' in out
 
 
 def test_cli_reads_the_generated_admin_key_or_says_where_it_lives(client, capsys, tmp_path):

@@ -36,7 +36,10 @@ def create_app(settings: Settings | None = None, *, backend: ModelBackend | None
         finally:
             await services.stop()
 
-    app = FastAPI(title="Tollgate", lifespan=lifespan)
+    # /docs, /redoc and /openapi.json describe every admin route: off unless the operator turns them on.
+    docs = settings.docs_enabled
+    app = FastAPI(title="Tollgate", lifespan=lifespan, docs_url="/docs" if docs else None,
+                  redoc_url="/redoc" if docs else None, openapi_url="/openapi.json" if docs else None)
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
     install_error_handlers(app)
     app.include_router(v1.router)

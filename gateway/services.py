@@ -15,19 +15,27 @@ from fastapi import Depends, Request
 from gateway.billing.ledger import Ledger
 from gateway.billing.period import Month
 from gateway.billing.prices import PriceBook
+from gateway.billing.spool import Spool, SpoolConfig
 from gateway.catalogue import Catalogue, load_catalogue
 from gateway.crud.usage import month_tokens
 from gateway.db.database import Database
+from gateway.events.bus import EventBus, LocalEventBus
+from gateway.events.events import RouteChanged
+from gateway.events.factory import build_event_bus
+from gateway.events.handlers import ReplicaHandlers
+from gateway.limits.failover import FailoverConfig
 from gateway.limits.limiter import Limiter
 from gateway.limits.storage import Storage
-from gateway.limits.storage.memory import MemoryStorage
-from gateway.limits.storage.redis import RedisStorage
+from gateway.limits.storage.breaker import BreakerConfig
+from gateway.limits.storage.memory import MemoryConfig, MemoryStorage
+from gateway.limits.storage.redis import RedisConfig, RedisStorage
 from gateway.observability.metrics import Metrics
 from gateway.routing.factory import build_router
 from gateway.routing.router import Router
 from gateway.security.admin_key import ensure_admin_key
 from gateway.security.authenticator import KeyAuthenticator
 from gateway.security.cache_salt import CacheSalter
+from gateway.security.metrics_token import ensure_metrics_token
 from gateway.serving.base import ModelBackend, VersionInfo
 from gateway.serving.factory import build_backend
 from gateway.settings import Settings
@@ -94,6 +102,8 @@ class Services:
     salter: CacheSalter
     embedder: object | None = None  # gateway.embedding.embedder.Embedder, for /v1/embeddings and the cache
     cache: object | None = None  # gateway.cache.SemanticCache when settings.cache_enabled
+    metrics_token: str = ""  # Bearer credential for /metrics (the admin key works too); "" admits no token
+    events: EventBus = field(default_factory=LocalEventBus)  # changes to and from the other replicas
     drain: Drain = field(default_factory=Drain)
     started_at: float = field(default_factory=time.time)
 
@@ -103,20 +113,24 @@ class Services:
         catalogue = load_catalogue(settings.catalogue)
         database = Database(settings.resolved_database_url)
         prices = PriceBook(database)
-        storage: Storage = RedisStorage(settings.redis_url) if settings.redis_url else MemoryStorage()
+        storage: Storage = _limits_storage(settings)
         admin_key = ensure_admin_key(settings)[0]
         return cls(
             settings=settings, catalogue=catalogue, database=database, prices=prices,
-            ledger=Ledger(database, prices, settings.currency),
-            authenticator=KeyAuthenticator(database),
+            ledger=Ledger(database, prices, settings.currency, spool=Spool(SpoolConfig(
+                settings.resolved_spool_dir, max_bytes=settings.spool_max_bytes,
+                segment_bytes=settings.spool_segment_bytes)), replay_interval_s=settings.spool_replay_interval_s),
+            authenticator=KeyAuthenticator(database, grace_s=settings.auth_grace_s),
             admin_key=admin_key,
             limiter=Limiter(storage, month_usage=_month_usage(database), strategy=settings.limit_strategy,
-                            window_s=settings.limit_window_s),
+                            window_s=settings.limit_window_s, failover=_limits_failover(settings)),
             backend=backend if backend is not None else build_backend(settings, catalogue),
             router=build_router(settings, catalogue, database),
-            metrics=Metrics(),
+            metrics=Metrics(per_tenant=settings.metrics_per_tenant),
+            metrics_token=ensure_metrics_token(settings)[0],
             salter=CacheSalter(settings.cache_salt_secret or admin_key, enabled=settings.prefix_cache_isolation),
             embedder=embedder,
+            events=build_event_bus(settings),
         )
 
     async def start(self) -> None:
@@ -142,8 +156,15 @@ class Services:
             finally:
                 await self._unwind()
             raise
+        await self._start_events()
         log.info("gateway started", extra={"versions": [v.name for v in self.backend.versions()],
                                            "semantic_cache": self.cache is not None})
+
+    async def _start_events(self) -> None:
+        """Tell the other replicas of this one's route changes (automatic rollbacks too) and apply
+        theirs here. Never fails start-up: without Redis the bus keeps trying (gateway.events)."""
+        self.router.listen(lambda alias: self.events.publish(RouteChanged(alias)))
+        await self.events.start(ReplicaHandlers(self.router, self.authenticator, self.cache))
 
     async def _unwind(self) -> None:
         await self.ledger.close()
@@ -159,11 +180,14 @@ class Services:
             config = EmbedderConfig(dtype=settings.embedder_dtype)
             self.embedder = await asyncio.to_thread(Embedder, config)
         if settings.cache_enabled:
-            from gateway.cache import CacheConfig, CacheMetrics, CacheRepository, SemanticCache
+            from gateway.cache import CacheConfig, CacheMetrics, CacheRepository, SemanticCache, TenantCachePolicy
 
             self.cache = SemanticCache(
-                self.embedder, CacheConfig(), repository=CacheRepository(self.database.engine),
-                metrics=CacheMetrics(self.metrics.registry), savings=cache_savings(self.prices))
+                self.embedder,
+                CacheConfig(default_policy=TenantCachePolicy(max_entries=settings.cache_max_entries_per_tenant)),
+                repository=CacheRepository(self.database.engine),
+                metrics=CacheMetrics(self.metrics.registry, per_tenant=settings.metrics_per_tenant),
+                savings=cache_savings(self.prices))
             await self.cache.load()
 
     async def stop(self) -> None:
@@ -174,6 +198,7 @@ class Services:
         try:
             await self.backend.stop()
         finally:
+            await self.events.stop()
             await self.ledger.close()
             await self.limiter.stop()
             self.database.dispose()
@@ -194,6 +219,22 @@ def cache_savings(prices: PriceBook):
                           cached_tokens=prompt_tokens, cache_hit=True)
         return float(full - hit)
     return saved
+
+
+def _limits_storage(settings: Settings) -> Storage:
+    """Redis (every call bounded) when configured, else counts in this process."""
+    if not settings.redis_url:
+        return MemoryStorage(config=MemoryConfig(max_keys=settings.limits_local_max_keys))
+    return RedisStorage(settings.redis_url, RedisConfig(timeout_s=settings.redis_timeout_s))
+
+
+def _limits_failover(settings: Settings) -> FailoverConfig:
+    """What the limiter does while Redis fails (gateway.limits.failover)."""
+    return FailoverConfig(
+        on_shared_down=settings.limits_on_redis_down, replicas=settings.gateway_replicas,
+        breaker=BreakerConfig(failures=settings.limits_breaker_failures,
+                              cooldown_s=settings.limits_breaker_cooldown_s),
+        local=MemoryConfig(max_keys=settings.limits_local_max_keys))
 
 
 def _month_usage(database: Database):

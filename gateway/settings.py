@@ -19,6 +19,10 @@ class Settings(BaseSettings):
     redis_url: str = Field("", validation_alias="REDIS_URL")  # "" -> in-process limits
     ray_address: str = Field("", validation_alias="RAY_ADDRESS")
     admin_key: str = ""  # "" -> generated on first start into <data_dir>/admin_key (0600)
+    # Operator surfaces are closed by default (gateway.api.ops, gateway.main).
+    metrics_token: str = ""  # "" -> generated on first start into <data_dir>/metrics_token (0600)
+    metrics_per_tenant: bool = False  # True: Prometheus series carry tenant ids (identity; one series per tenant)
+    docs_enabled: bool = False  # serve /docs, /redoc and /openapi.json
     catalogue: Path = Path(__file__).resolve().parent.parent / "deploy" / "catalogue.yaml"
     backend: str = "ray"  # "ray" | "inprocess"
     max_body_bytes: int = 1_000_000
@@ -30,12 +34,25 @@ class Settings(BaseSettings):
     route_rollback_min_samples: int = 20
     route_rollback_error_margin: float = 0.05  # absolute error-rate excess over stable
     route_rollback_ttft_margin: float = 0.5  # relative p99 TTFT excess over stable
+    # Replicas (gateway.events): route changes, cache invalidations, tenant changes and key revocations
+    # reach every replica sharing REDIS_URL (pub/sub + a version counter); without it, one replica.
+    # Redis keys and channel: alike on every replica of one gateway, distinct between gateways that share
+    # a Redis server (pub/sub channels ignore the database number).
+    events_prefix: str = "tollgate:events"
+    events_tick_s: float = Field(0.5, gt=0)  # how often a replica checks the counter for missed events
+    events_redis_timeout_s: float = Field(0.25, gt=0, le=0.25)  # every Redis call of the bus
     # Ray Serve pool (gateway.serving.ray_backend); ray_address "" starts a local Ray.
     ray_num_cpus: float | None = None  # local Ray only; None: all cores
     ray_namespace: str = "tollgate"
     ray_prefix_routing: bool = False  # send requests sharing a prompt prefix to the same replica
     ray_deploy: bool = True  # False: attach to applications someone else deployed
     currency: str = "USD"
+    # Surviving a database outage (gateway.security.authenticator, gateway.billing.spool).
+    auth_grace_s: float = Field(300.0, ge=0)  # a cached key keeps working this long past its TTL while the DB is down
+    spool_dir: Path | None = None  # ledger rows the DB cannot take; None -> <data_dir>/spool
+    spool_max_bytes: int = Field(256 * 2**20, ge=1)  # past this (DB still down), new generations get 503
+    spool_segment_bytes: int = Field(8 * 2**20, ge=1)
+    spool_replay_interval_s: float = Field(2.0, gt=0)  # how often a spool is retried while the DB is down
     # The engine's prefix cache is salted per tenant (gateway.security.cache_salt): a tenant never
     # reuses, nor learns of, another tenant's cached prompt blocks. Off only for single-tenant use.
     prefix_cache_isolation: bool = True
@@ -44,6 +61,18 @@ class Settings(BaseSettings):
     default_max_tokens: int = 512  # when a chat request sets no max_tokens (bounds its reservation)
     limit_strategy: str = "sliding"  # "fixed" | "sliding": how RPM/TPM windows are counted
     limit_window_s: float = 60.0  # the "minute" in RPM/TPM
+    # Surviving Redis faults (gateway.limits.failover): every limiter call to Redis is bounded, and a
+    # circuit breaker stops asking a failing Redis until a background probe finds it well again.
+    # One limiter call to Redis (pool wait, connect, write, read) may take this long, time the event loop
+    # spends running late excepted, and never more than 10x it.
+    redis_timeout_s: float = Field(0.25, gt=0)
+    limits_breaker_failures: int = Field(3, ge=1)  # errors in a row that open the breaker (a timeout: one)
+    limits_breaker_cooldown_s: float = Field(2.0, gt=0)  # open this long before a probe
+    # While Redis is unavailable: "local" counts in process (each replica 1/gateway_replicas of every
+    # limit, budgets from the ledger); "closed" answers 503 with Retry-After.
+    limits_on_redis_down: str = Field("local", pattern="^(local|closed)$")
+    gateway_replicas: int = Field(1, ge=1)  # gateway processes sharing one Redis
+    limits_local_max_keys: int = Field(100_000, ge=1)  # in-process counters kept at most (soonest expiring go)
     drain_timeout_s: float = 30.0  # on shutdown, how long in-flight generations may finish
     embeddings_enabled: bool = True  # serve POST /v1/embeddings
     # One sentence embedder serves /v1/embeddings and the semantic cache; loaded when either is on.
@@ -52,6 +81,12 @@ class Settings(BaseSettings):
     # The semantic cache for chat completions. Its defaults live in gateway.cache.CacheConfig;
     # a tenant's cache_* columns (admin API) override them.
     cache_enabled: bool = True
+    # Entries a tenant may keep when its cache_max_entries column is unset (LRU beyond it).
+    cache_max_entries_per_tenant: int = Field(10_000, ge=1)
+
+    @property
+    def resolved_spool_dir(self) -> Path:
+        return self.spool_dir or self.data_dir / "spool"
 
     @property
     def resolved_database_url(self) -> str:

@@ -11,9 +11,9 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
-from gateway.api.errors import invalid_api_key
+from gateway.api.errors import database_unavailable, invalid_api_key
 from gateway.security.admin_key import admin_key_matches
-from gateway.security.authenticator import InvalidKey
+from gateway.security.authenticator import AuthUnavailable, InvalidKey
 from gateway.security.principal import Principal, key_allows_model
 
 __all__ = ["AdminDep", "Principal", "ServicesDep", "SessionDep", "TenantDep", "authenticate",
@@ -48,12 +48,15 @@ def bearer_token(request: Request) -> str:
 
 
 async def authenticate(request: Request) -> Principal:
-    """The tenant behind the Bearer key; 401 invalid_api_key otherwise."""
+    """The tenant behind the Bearer key; 401 invalid_api_key otherwise, 503 database_unavailable
+    when the database cannot be reached and the key is not one the cache still vouches for."""
     token = bearer_token(request)
     try:
         return await request.app.state.services.authenticator.authenticate(token)
     except InvalidKey as e:
         raise invalid_api_key(str(e)) from e
+    except AuthUnavailable as e:
+        raise database_unavailable(str(e), retry_after=e.retry_after_s) from e
 
 
 TenantDep = Annotated[Principal, Depends(authenticate)]

@@ -1,10 +1,21 @@
 """Errors in OpenAI's shape: {"error": {"message", "type", "param", "code"}}."""
 from __future__ import annotations
 
+import logging
+import math
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from gateway.billing.ledger import LedgerFull
+from gateway.db.errors import database_unavailable as db_unavailable
+from gateway.limits.errors import LimitError, LimitsUnavailable, QuotaExceeded, RateLimited
+
+log = logging.getLogger("tollgate.errors")
 
 
 class APIError(Exception):
@@ -53,10 +64,46 @@ def no_capacity(message: str = "No capacity to serve this model right now.") -> 
     return APIError(503, message, type="server_error", code="no_capacity", headers={"Retry-After": "1"})
 
 
+def limits_unavailable(message: str, retry_after: float) -> APIError:
+    return APIError(503, message, type="server_error", code="limits_unavailable",
+                    headers={"Retry-After": str(max(1, int(retry_after + 0.999)))})
+
+
+def from_limit_error(exc: LimitError) -> APIError:
+    """The limiter's refusals (gateway.limits.errors) as OpenAI-shaped errors."""
+    if isinstance(exc, RateLimited):
+        return rate_limited(exc.message, exc.retry_after_s, exc.headers)
+    if isinstance(exc, QuotaExceeded):
+        return insufficient_quota(exc.message)
+    if isinstance(exc, LimitsUnavailable):
+        return limits_unavailable(exc.message, exc.retry_after_s)
+    return APIError(500, exc.message, type="server_error", code=exc.code)
+
+
+DATABASE_RETRY_AFTER_S = 5
+
+
+def database_unavailable(message: str = "The database is unreachable; retry shortly.", *,
+                         retry_after: float = DATABASE_RETRY_AFTER_S) -> APIError:
+    return APIError(503, message, type="server_error", code="database_unavailable",
+                    headers={"Retry-After": str(max(1, math.ceil(retry_after)))})
+
+
+def ledger_full() -> APIError:
+    return APIError(503, "Usage cannot be recorded right now (the database is unreachable and the local "
+                    "spool is full); retry shortly.", type="server_error", code="ledger_unavailable",
+                    headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)})
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(APIError)
     async def _api_error(_: Request, exc: APIError) -> JSONResponse:
         return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(LimitError)
+    async def _limit_error(_: Request, exc: LimitError) -> JSONResponse:
+        err = from_limit_error(exc)
+        return JSONResponse(err.body(), status_code=err.status, headers=err.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -71,3 +118,18 @@ def install_error_handlers(app: FastAPI) -> None:
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
         body = APIError(exc.status_code, str(exc.detail), type=kind).body()
         return JSONResponse(body, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(DBAPIError)
+    @app.exception_handler(SQLAlchemyTimeoutError)
+    async def _database(_: Request, exc: Exception) -> JSONResponse:
+        """Any route: a database that cannot be reached is a 503 to retry, not a 500."""
+        if not db_unavailable(exc):
+            raise exc  # a bad statement stays a server error
+        log.warning("database unavailable: %s", type(exc).__name__)
+        err = database_unavailable()
+        return JSONResponse(err.body(), status_code=err.status, headers=err.headers)
+
+    @app.exception_handler(LedgerFull)
+    async def _ledger_full(_: Request, exc: LedgerFull) -> JSONResponse:
+        err = ledger_full()
+        return JSONResponse(err.body(), status_code=err.status, headers=err.headers)

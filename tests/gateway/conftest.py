@@ -8,7 +8,7 @@ import pytest
 
 from gateway.catalogue import load_catalogue
 from gateway.settings import Settings
-from tests.gateway.support import ADMIN_KEY, FP32, LiveServer, migrate_and_seed
+from tests.gateway.support import ADMIN_KEY, FP32, METRICS_TOKEN, LiveServer, migrate_and_seed
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -20,6 +20,7 @@ def gw_catalogue():
 
 
 def gateway_settings(tmp, db_url: str, **extra) -> Settings:
+    extra.setdefault("metrics_token", METRICS_TOKEN)
     return Settings(DATABASE_URL=db_url, REDIS_URL=extra.pop("redis_url", ""), data_dir=tmp,
                     admin_key=ADMIN_KEY, backend="inprocess", log_level="WARNING", **extra)
 

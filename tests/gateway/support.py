@@ -22,6 +22,8 @@ from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationR
 
 FP32 = "smollm2-135m-instruct@fp32"
 ADMIN_KEY = "tga-test-admin-key-0123456789abcdef"
+METRICS_TOKEN = "tgm-test-metrics-token-0123456789abcdef"
+METRICS = {"Authorization": f"Bearer {METRICS_TOKEN}"}  # /metrics is closed to anonymous scrapes
 
 
 def migrate_and_seed(url: str, catalogue: Catalogue) -> None:

@@ -14,6 +14,7 @@ from gateway.services import AppServices
 from gateway.api.errors import APIError, model_not_found, no_capacity, permission_denied
 from gateway.api.v1.body import EmbeddingBody
 from gateway.billing.ledger import UsageRecord
+from gateway.limits.errors import LimitError
 from gateway.schemas.openai import Embedding, EmbeddingList, Usage
 
 router = APIRouter()
@@ -35,7 +36,7 @@ async def create_embeddings(principal: TenantDep, body: EmbeddingBody, services:
     tokens = await asyncio.to_thread(embedder.count_tokens, inputs)
     try:
         reservation = await services.limiter.reserve(principal, tokens)
-    except APIError as e:
+    except (APIError, LimitError) as e:
         services.metrics.rejections.labels(principal.tenant_id, e.code or e.type).inc()
         raise
     try:

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from gateway.api.errors import APIError, invalid_request, model_not_found, no_capacity, permission_denied
 from gateway.billing.ledger import UsageRecord
+from gateway.limits.errors import LimitError
 from gateway.limits.limiter import Reservation
 from gateway.routing.errors import RoutingError, UnknownModel
 from gateway.schemas.openai import ChatCompletionRequest, CompletionRequest, Usage
@@ -249,7 +250,7 @@ async def reserve(svc: Services, principal, request_id: str, admission: Admissio
         est, least = prompt_tokens + completion_tokens, None
     try:
         reservation = await svc.limiter.reserve(principal, est, min_tokens=least)
-    except APIError as e:
+    except (APIError, LimitError) as e:
         svc.metrics.rejections.labels(principal.tenant_id, e.code or e.type).inc()
         raise
     return Run(svc, principal, request_id, admission, reservation)

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from openai import OpenAI
 
-from tests.gateway.support import ADMIN_KEY, FP32, make_tenant, usage_rows, wait_usage_rows
+from tests.gateway.support import ADMIN_KEY, FP32, METRICS, make_tenant, usage_rows, wait_usage_rows
 
 pytestmark = pytest.mark.model
 
@@ -23,7 +23,7 @@ LONG = {"model": "smollm2-135m-instruct", "prompt": "1, 2, 3, 4, 5, 6,", "max_to
 
 
 def _running(server_url: str) -> float:
-    text = httpx.get(f"{server_url}/metrics").text
+    text = httpx.get(f"{server_url}/metrics", headers=METRICS).text
     m = re.search(r'tollgate:num_requests_running\{model_name="' + re.escape(FP32) + r'"\} (\S+)', text)
     return float(m.group(1)) if m else 0.0
 

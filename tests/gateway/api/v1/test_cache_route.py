@@ -19,8 +19,8 @@ from gateway.crud.prices import set_price
 from gateway.db.database import Database
 from gateway.main import create_app
 from tests.gateway.conftest import gateway_settings
-from tests.gateway.support import (ADMIN_KEY, FP32, CannedBackend, LiveServer, make_tenant, migrate_and_seed,
-                                   wait_usage_rows)
+from tests.gateway.support import (ADMIN_KEY, FP32, METRICS, CannedBackend, LiveServer, make_tenant,
+                                   migrate_and_seed, wait_usage_rows)
 
 MODEL = "smollm2-135m-instruct"
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
@@ -58,7 +58,8 @@ def backend():
 @pytest.fixture(scope="module")
 def server(db, backend):
     tmp, url = db
-    with LiveServer(create_app(gateway_settings(tmp, url), backend=backend)) as live:
+    # Per-tenant series on (an operator's opt-in), so the metrics below can name the tenant.
+    with LiveServer(create_app(gateway_settings(tmp, url, metrics_per_tenant=True), backend=backend)) as live:
         yield live
 
 
@@ -114,7 +115,7 @@ def test_a_repeat_is_a_hit_without_the_engine_billed_at_cache_prices(server, bac
     assert (line["requests"], line["cached_tokens"]) == (2, usage["prompt_tokens"])
     assert Decimal(bill["total_cost"]) == miss_row.cost + hit_row.cost
 
-    metrics = httpx.get(f"{server.url}/metrics").text  # labels come sorted by name
+    metrics = httpx.get(f"{server.url}/metrics", headers=METRICS).text  # labels come sorted by name
     hits = f'tollgate_cache_lookups_total{{model="{MODEL}",result="hit",tenant="{tenant_id}",tier="exact"}} 1.0'
     assert hits in metrics
     saved = re.search(rf'tollgate_cache_money_saved_total\{{model="{MODEL}",tenant="{tenant_id}"\}} (\S+)', metrics)

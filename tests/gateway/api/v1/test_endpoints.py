@@ -5,7 +5,7 @@ import httpx
 import pytest
 from openai import OpenAI
 
-from tests.gateway.support import FP32, make_tenant, wait_usage_rows
+from tests.gateway.support import FP32, METRICS, make_tenant, wait_usage_rows
 
 pytestmark = pytest.mark.model
 
@@ -59,5 +59,8 @@ def test_ops_endpoints(real_gateway):
     assert httpx.get(f"{server.url}/healthz").json() == {"status": "ok"}
     ready = httpx.get(f"{server.url}/readyz")
     assert ready.status_code == 200 and ready.json()["versions"] == {FP32: True}
-    metrics = httpx.get(f"{server.url}/metrics").text
+    assert ready.json()["status"] == "ready" and ready.json()["checks"]["database"] is True
+    assert httpx.get(f"{server.url}/health").status_code == 200  # what load tools (guidellm) probe
+    assert httpx.get(f"{server.url}/metrics").status_code == 401
+    metrics = httpx.get(f"{server.url}/metrics", headers=METRICS).text
     assert "tollgate_requests_total" in metrics and "tollgate_time_to_first_token_seconds" in metrics

@@ -33,6 +33,7 @@ from gateway.observability.metrics import Metrics
 from gateway.routing.factory import build_router
 from gateway.routing.router import Router
 from gateway.security.admin_key import ensure_admin_key
+from gateway.security.auth_throttle import AuthThrottle
 from gateway.security.authenticator import KeyAuthenticator
 from gateway.security.cache_salt import CacheSalter
 from gateway.security.metrics_token import ensure_metrics_token
@@ -104,6 +105,7 @@ class Services:
     cache: object | None = None  # gateway.cache.SemanticCache when settings.cache_enabled
     metrics_token: str = ""  # Bearer credential for /metrics (the admin key works too); "" admits no token
     events: EventBus = field(default_factory=LocalEventBus)  # changes to and from the other replicas
+    auth_throttle: AuthThrottle = field(default_factory=AuthThrottle)  # bad keys per client address
     drain: Drain = field(default_factory=Drain)
     started_at: float = field(default_factory=time.time)
 

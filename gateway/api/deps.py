@@ -11,8 +11,9 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
-from gateway.api.errors import database_unavailable, invalid_api_key
+from gateway.api.errors import APIError, database_unavailable, invalid_api_key
 from gateway.security.admin_key import admin_key_matches
+from gateway.security.auth_throttle import retry_after_header
 from gateway.security.authenticator import AuthUnavailable, InvalidKey
 from gateway.security.principal import Principal, key_allows_model
 
@@ -47,13 +48,36 @@ def bearer_token(request: Request) -> str:
     return token
 
 
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def _check_throttle(request: Request) -> None:
+    """429 before any key lookup when this address keeps presenting bad keys."""
+    throttle = getattr(request.app.state.services, "auth_throttle", None)
+    wait = throttle.retry_after(_client(request)) if throttle is not None else None
+    if wait is not None:
+        raise APIError(429, "Too many requests with invalid credentials from this address; retry later.",
+                       type="rate_limit_error", code="too_many_failed_authentications",
+                       headers={"Retry-After": retry_after_header(wait)})
+
+
+def _failed(request: Request) -> None:
+    throttle = getattr(request.app.state.services, "auth_throttle", None)
+    if throttle is not None:
+        throttle.failed(_client(request))
+
+
 async def authenticate(request: Request) -> Principal:
     """The tenant behind the Bearer key; 401 invalid_api_key otherwise, 503 database_unavailable
-    when the database cannot be reached and the key is not one the cache still vouches for."""
+    when the database cannot be reached and the key is not one the cache still vouches for, 429 when
+    this address has presented too many bad keys (checked before any lookup)."""
+    _check_throttle(request)
     token = bearer_token(request)
     try:
         return await request.app.state.services.authenticator.authenticate(token)
     except InvalidKey as e:
+        _failed(request)
         raise invalid_api_key(str(e)) from e
     except AuthUnavailable as e:
         raise database_unavailable(str(e), retry_after=e.retry_after_s) from e
@@ -64,7 +88,9 @@ TenantDep = Annotated[Principal, Depends(authenticate)]
 
 async def require_admin(request: Request) -> None:
     """The admin credential as Bearer; anything else (a tenant key included) is a 401."""
+    _check_throttle(request)
     if not admin_key_matches(bearer_token(request), request.app.state.services.admin_key):
+        _failed(request)
         raise invalid_api_key("Incorrect admin key provided.")
 
 

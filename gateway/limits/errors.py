@@ -17,10 +17,12 @@ class RateLimited(LimitError):
 
     code = "rate_limit_exceeded"
 
-    def __init__(self, message: str, retry_after_s: float, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, message: str, retry_after_s: float, headers: dict[str, str] | None = None,
+                 unit: str = "requests") -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
         self.headers = headers or {}  # x-ratelimit-* as they stood when refused
+        self.unit = unit  # the full window's: "requests" or "tokens"
 
 
 class QuotaExceeded(LimitError):

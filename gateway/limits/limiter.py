@@ -101,7 +101,7 @@ class Limiter:
                 raise QuotaExceeded("You exceeded your current quota: the month's token budget is spent.")
             raise RateLimited(f"Rate limit reached for {refused.name.split(':')[0]} "
                               f"({refused.limit} {refused.name.split(':')[2]} per {int(self._window_s)}s).",
-                              retry_after_s=refused.reset_in_s, headers=headers)
+                              retry_after_s=refused.reset_in_s, headers=headers, unit=refused.name.split(':')[2])
         token_keys = [c.keys[0] for c, lim in zip(checks, limits) if lim.unit == "tokens"]
         if budget is None:
             return Reservation(token_keys, est_tokens, None, est_tokens, 0, headers, store=store,
@@ -155,6 +155,24 @@ class Limiter:
                 self.failover.mark(r)
         r.budget_granted += granted
         return granted
+
+    async def shrink(self, reservation: Reservation, tokens: int) -> None:
+        """Lower an open reservation's worst case to `tokens` (a request admitted on an upper bound of its
+        prompt, now counted exactly), so concurrent requests are judged against what it can really use.
+        Never raises, never grows it: on a store failure the reservation keeps its larger hold until settled."""
+        r = reservation
+        if r.settled or r.carried or tokens >= r.tokens:
+            return
+        granted = min(r.budget_granted, tokens)
+        deltas = [(k, tokens - r.tokens) for k in r.token_keys]
+        if r.budget_key is not None:
+            deltas.append((r.budget_key, granted - r.budget_granted))
+        try:
+            await self._on(r.store, lambda s: s.adjust(deltas))
+        except StorageUnavailable:
+            self.failover.mark(r)
+            return
+        r.tokens, r.budget_granted = tokens, granted
 
     async def settle(self, reservation: Reservation, actual_tokens: int) -> None:
         """Give back what the request reserved but did not use (or charge what it overshot), in the

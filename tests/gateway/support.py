@@ -107,6 +107,10 @@ class CannedBackend:
 
     def count_prompt_tokens(self, version: str, *, prompt: str | None = None,
                             messages: list[dict] | None = None) -> int:
+        return self._count(prompt, messages)
+
+    @staticmethod
+    def _count(prompt: str | None, messages: list[dict] | None) -> int:
         text = prompt if prompt is not None else "".join(m["content"] for m in messages or [])
         return max(1, len(text.split()))
 
@@ -118,7 +122,7 @@ class CannedBackend:
         self.served.append(request.version)
         if self.first_delay_s:
             await asyncio.sleep(self.first_delay_s)
-        prompt = self.count_prompt_tokens(request.version, prompt=request.prompt, messages=request.messages)
+        prompt = self._count(request.prompt, request.messages)
         n = min(self.tokens, request.max_tokens)
         done = False
         try:

@@ -1,9 +1,9 @@
-"""The semantic cache in the chat pipeline: look up after screening, replay a hit, keep a fresh answer.
+"""The semantic cache in the chat pipeline: look up once admitted, replay a hit, keep a fresh answer.
 
-A hit never reaches the engine. It is still a billed request: RPM, TPM and the month's budget
-are charged exactly its tokens (this request's prompt plus the cached completion; max_tokens
-does not matter, the answer's length is known), and one ledger row with cache_hit=True and
-every prompt token cached prices it at the model's cache prices.
+A hit never reaches the engine. It is still a billed request: it was admitted like any other (RPM, TPM and
+the month's budget charged its worst case before the lookup, so a tenant over its limits costs no
+embedding), and settling charges exactly its tokens (this request's prompt plus the cached completion). One
+ledger row with cache_hit=True and every prompt token cached prices it at the model's cache prices.
 """
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from gateway.api.v1.generation import Admission, Format, Keep, Run, headers, reserve, sse_event
+from gateway.api.v1.pipeline.respond import Format, Keep, headers, sse_event
+from gateway.api.v1.pipeline.run import Run
 from gateway.cache import CacheLookup, CacheRequest, SemanticCache, TenantCachePolicy
 from gateway.cache.from_chat import cache_request, tenant_policy
 from gateway.schemas.openai import ChatCompletionRequest
@@ -39,22 +40,22 @@ class CacheStep:
         return self.lookup.status == "hit" and self.lookup.entry is not None
 
 
-def key_of(tenant_id: str, body: ChatCompletionRequest, admission: Admission) -> CacheRequest:
+def key_of(tenant_id: str, body: ChatCompletionRequest, run: Run) -> CacheRequest:
     """The body's cache request, keyed on the priced model the router chose (so an alias and
     its model share answers); a pinned version keeps its own answers."""
     request = cache_request(tenant_id, body)
     extra = dict(request.extra_params or {})
-    if admission.pinned:
-        extra["version"] = admission.candidates[0]
-    return dataclasses.replace(request, model=admission.model, extra_params=extra or None)
+    if run.pinned:
+        extra["version"] = run.candidates[0]
+    return dataclasses.replace(request, model=run.model, extra_params=extra or None)
 
 
-async def consult(svc: Services, principal, body: ChatCompletionRequest, admission: Admission) -> CacheStep:
+async def consult(svc: Services, principal, body: ChatCompletionRequest, run: Run) -> CacheStep:
     """Look the request up under its tenant's policy; a failing cache is logged and bypassed."""
     cache: SemanticCache | None = svc.cache
     if cache is None:
         return CacheStep(CacheLookup("bypass", reason="off"))
-    request = key_of(principal.tenant_id, body, admission)
+    request = key_of(principal.tenant_id, body, run)
     policy = tenant_policy(cache.config, principal)
     try:
         lookup = await cache.lookup(request, policy)
@@ -63,14 +64,6 @@ async def consult(svc: Services, principal, body: ChatCompletionRequest, admissi
         log.exception("semantic cache lookup failed; generating", extra={"tenant": principal.tenant_id})
         return CacheStep(CacheLookup("bypass", reason="error"))
     return CacheStep(lookup, request, policy)
-
-
-async def reserve_hit(svc: Services, principal, request_id: str, admission: Admission, step: CacheStep) -> Run:
-    """Charge the limits for the cached answer (429s like any request) and mark the run a hit."""
-    answer = step.lookup.entry
-    run = await reserve(svc, principal, request_id, admission, completion_tokens=answer.completion_tokens)
-    run.replayed(answer.completion_tokens, step.lookup.score)
-    return run
 
 
 def keeper(svc: Services, step: CacheStep) -> Keep | None:
@@ -89,8 +82,9 @@ def keeper(svc: Services, step: CacheStep) -> Keep | None:
 
 
 def replay(run: Run, fmt_factory: Callable[[Run], Format], lookup: CacheLookup):
-    """The cached answer, whole or as a stream of the same chunks a generation sends."""
+    """The cached answer, whole or as a stream of the same chunks a generation sends; billed as a hit."""
     answer, fmt = lookup.entry, fmt_factory(run)
+    run.replayed(answer.completion_tokens, lookup.score)
     if run.job.stream:
         return StreamingResponse(_replay_sse(run, fmt, answer.text, answer.finish_reason),
                                  media_type="text/event-stream", headers={**headers(run), "cache-control": "no-cache"})

@@ -6,11 +6,14 @@ import time
 from fastapi import APIRouter, Request
 
 from gateway.api.deps import TenantDep
-from gateway.services import AppServices
 from gateway.api.v1.body import ChatBody
-from gateway.api.v1.cached import consult, keeper, replay, reserve_hit
-from gateway.api.v1.generation import Job, Run, reserve, respond, response_id, screen
+from gateway.api.v1.cached import consult, keeper, replay
 from gateway.api.v1.headers import PinHeader, SessionHeader
+from gateway.api.v1.pipeline.admit import admit
+from gateway.api.v1.pipeline.job import Job
+from gateway.api.v1.pipeline.respond import respond, response_id, status_of
+from gateway.api.v1.pipeline.run import Run
+from gateway.services import AppServices
 from gateway.schemas.openai import (AssistantMessage, ChatChoice, ChatCompletion, ChatCompletionChunk,
                                     ChunkChoice, Delta)
 
@@ -43,11 +46,13 @@ class ChatFormat:
 async def chat_completions(principal: TenantDep, body: ChatBody, services: AppServices, request: Request,
                            pin: PinHeader = None, session: SessionHeader = None):
     """Create a chat completion, whole or streamed as SSE; replayed from the semantic cache on a hit."""
-    request_id = request.state.request_id
-    admission = screen(services, principal, request_id, Job.from_chat(body), pin=pin, session=session)
-    step = await consult(services, principal, body, admission)
+    run = await admit(services, principal, request.state.request_id, Job.from_chat(body), pin=pin, session=session)
+    try:
+        step = await consult(services, principal, body, run)  # after admission: limits first, embedding second
+    except BaseException as e:  # the client left during the lookup: release what the run holds
+        run.finish(status_of(e))
+        raise
     if step.hit:
-        return replay(await reserve_hit(services, principal, request_id, admission, step), ChatFormat, step.lookup)
-    run = await reserve(services, principal, request_id, admission)
+        return replay(run, ChatFormat, step.lookup)
     run.cache_status = step.lookup.status
-    return await respond(run, ChatFormat, keep=keeper(services, step))
+    return await respond(run, ChatFormat, keep=keeper(services, step), request=request)

@@ -6,10 +6,13 @@ import time
 from fastapi import APIRouter, Request
 
 from gateway.api.deps import TenantDep
-from gateway.services import AppServices
 from gateway.api.v1.body import CompletionBody
-from gateway.api.v1.generation import Job, Run, admit, respond, response_id
 from gateway.api.v1.headers import PinHeader, SessionHeader
+from gateway.api.v1.pipeline.admit import admit
+from gateway.api.v1.pipeline.job import Job
+from gateway.api.v1.pipeline.respond import respond, response_id
+from gateway.api.v1.pipeline.run import Run
+from gateway.services import AppServices
 from gateway.schemas.openai import Completion, CompletionChoice
 
 router = APIRouter()
@@ -42,4 +45,4 @@ async def completions(principal: TenantDep, body: CompletionBody, services: AppS
     """Create a text completion, whole or streamed as server-sent events."""
     job = Job.from_completion(body)
     run = await admit(services, principal, request.state.request_id, job, pin=pin, session=session)
-    return await respond(run, CompletionFormat)
+    return await respond(run, CompletionFormat, request=request)

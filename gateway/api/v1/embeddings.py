@@ -1,23 +1,26 @@
-"""POST /v1/embeddings: billed by input tokens, limited like any other request."""
+"""POST /v1/embeddings: the same pipeline as generation — admitted on a bound of its tokens before any
+tokenizing, counted and embedded off the event loop, billed by input tokens through Run.finish."""
 from __future__ import annotations
 
 import asyncio
 import base64
 import time
-from datetime import UTC, datetime
 
-import anyio
 from fastapi import APIRouter, Request, Response
 
 from gateway.api.deps import TenantDep, key_allows_model
-from gateway.services import AppServices
-from gateway.api.errors import APIError, model_not_found, no_capacity, permission_denied
+from gateway.api.errors import model_not_found, no_capacity, permission_denied
 from gateway.api.v1.body import EmbeddingBody
-from gateway.billing.ledger import UsageRecord
-from gateway.limits.errors import LimitError
+from gateway.api.v1.pipeline.admit import reserve_tokens
+from gateway.api.v1.pipeline.respond import status_of
+from gateway.api.v1.pipeline.run import Run
 from gateway.schemas.openai import Embedding, EmbeddingList, Usage
+from gateway.services import AppServices
 
 router = APIRouter()
+
+# Tokens a text may take beyond one per UTF-8 byte: the tokenizer's own markers around it.
+_MARKERS_PER_TEXT = 2
 
 
 @router.post("/embeddings")
@@ -32,32 +35,23 @@ async def create_embeddings(principal: TenantDep, body: EmbeddingBody, services:
     embedder = services.embedder  # loaded for the semantic cache too, so ask the setting
     if embedder is None or not services.settings.embeddings_enabled:
         raise no_capacity("Embeddings are not enabled on this gateway.")
+    services.ledger.ensure_room()
     inputs = body.inputs()
-    tokens = await asyncio.to_thread(embedder.count_tokens, inputs)
+    bound = sum(len(text.encode()) + _MARKERS_PER_TEXT for text in inputs)
+    reservation = await reserve_tokens(services, principal, bound)
+    run = Run(services, principal, request.state.request_id, endpoint="/v1/embeddings", model=body.model,
+              reservation=reservation, started=started)
     try:
-        reservation = await services.limiter.reserve(principal, tokens)
-    except (APIError, LimitError) as e:
-        services.metrics.rejections.labels(principal.tenant_id, e.code or e.type).inc()
-        raise
-    try:
+        run.prompt_tokens = await asyncio.to_thread(embedder.count_tokens, inputs)
         vectors = await asyncio.to_thread(embedder.embed, inputs)
-    except BaseException:
-        with anyio.CancelScope(shield=True):
-            await services.limiter.settle(reservation, 0)
+        run.embedded()
+    except BaseException as e:
+        run.finish(status_of(e))
         raise
-    await services.limiter.settle(reservation, tokens)
-    latency_s = time.perf_counter() - started
-    services.ledger.record(UsageRecord(
-        request_id=request.state.request_id, tenant_id=principal.tenant_id, key_id=principal.key_id,
-        endpoint="/v1/embeddings", model=body.model, prompt_tokens=tokens, latency_ms=round(latency_s * 1000, 3),
-        status="ok", created_at=datetime.now(UTC)))
-    cost = services.prices.cost(body.model, prompt_tokens=tokens, completion_tokens=0)
-    services.metrics.record_usage(principal.tenant_id, body.model, prompt=tokens, completion=0, cached=0,
-                                  cost=float(cost))
-    services.metrics.requests.labels(principal.tenant_id, body.model, "/v1/embeddings", "ok").inc()
-    services.metrics.latency.labels(body.model, "/v1/embeddings").observe(latency_s)
+    run.finish("ok")
     b64 = body.encoding_format == "base64"
     data = [Embedding(index=i, embedding=base64.b64encode(v.astype("<f4").tobytes()).decode() if b64 else v.tolist())
             for i, v in enumerate(vectors)]
     response.headers.update(reservation.headers)
-    return EmbeddingList(data=data, model=body.model, usage=Usage(prompt_tokens=tokens, total_tokens=tokens))
+    return EmbeddingList(data=data, model=body.model,
+                         usage=Usage(prompt_tokens=run.prompt_tokens, total_tokens=run.prompt_tokens))

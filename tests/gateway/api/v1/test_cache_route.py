@@ -216,16 +216,21 @@ def test_a_hit_still_counts_against_the_rate_limit(server, db):
     assert refused.status_code == 429 and refused.json()["error"]["code"] == "rate_limit_exceeded"
 
 
-def test_a_hit_reserves_its_own_tokens_not_max_tokens(server, db):
-    # TPM 40: a miss reserves prompt + max_tokens (7 + 30) and settles to 7 + 8; the hit needs
-    # only its 15, where reserving max_tokens again (37 on top of 15) would be refused.
-    tenant_id, key = make_tenant(db[1], tpm=40)
+def test_a_hit_is_settled_to_its_own_tokens_not_max_tokens(server, db):
+    # Admission holds prompt + max_tokens (7 + 30) before the cache is consulted, a hit too (the lookup must
+    # not cost an embedding to a tenant over its limits); settling leaves a hit only its own 15 tokens. TPM
+    # 80: a miss (15), a hit (15) and a third request (37 held) fit, where hits charged max_tokens would not.
+    tenant_id, key = make_tenant(db[1], tpm=80)
     question = ask("Which HTTP status means too many requests?", max_tokens=30)
     assert chat(server, key, question).headers["x-tollgate-cache"] == "miss"
     wait_stored(server, tenant_id, 1)
     hit = chat(server, key, question)
     assert hit.status_code == 200, hit.text
     assert hit.headers["x-tollgate-cache"] == "hit" and hit.json()["usage"]["total_tokens"] == 15
+    deadline = time.monotonic() + 5  # the hit's settle runs just after its response
+    while (third := chat(server, key, question)).status_code == 429 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert third.status_code == 200, third.text
 
 
 def test_completions_are_not_cached(server, db):

@@ -1,0 +1,77 @@
+"""Start a run's generation on the first candidate version that takes it."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+
+import anyio
+
+from gateway.api.errors import APIError, invalid_request, no_capacity
+from gateway.api.v1.pipeline.run import Run
+from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, TenantQueueFull,
+                                  VersionOverloaded, VersionUnavailable)
+
+log = logging.getLogger("tollgate.generation")
+
+
+def gateway_timeout() -> APIError:
+    return APIError(504, "The model did not answer in time.", type="server_error", code="timeout")
+
+
+def generation_failed() -> APIError:
+    return APIError(502, "The model failed while generating; please retry.", type="server_error",
+                    code="generation_failed")
+
+
+def tenant_queue_full() -> APIError:
+    return APIError(429, "Too many of your requests are already waiting for this model; retry shortly.",
+                    type="rate_limit_error", code="too_many_queued_requests", headers={"Retry-After": "1"})
+
+
+def request_for(run: Run, version: str) -> GenerationRequest:
+    job = run.job
+    return GenerationRequest(
+        request_id=run.request_id, version=version, prompt=job.prompt, messages=job.messages,
+        max_tokens=run.max_tokens, temperature=job.temperature, top_p=job.top_p, seed=job.seed, stop=job.stop,
+        cache_salt=run.svc.salter.salt(run.principal.tenant_id))
+
+
+async def open_generation(run: Run) -> tuple[AsyncIterator[GenerationChunk], GenerationChunk]:
+    """The stream and its first chunk. A version that is down or full is skipped (fallbacks); the client's
+    error otherwise: 400 bad parameters, 429 its queue is full, 502 failed, 503 no capacity, 504 timeout."""
+    svc = run.svc
+    for version in run.candidates:
+        if version not in svc.loaded_versions():
+            continue
+        stream = svc.backend.stream(request_for(run, version))
+        try:
+            async with asyncio.timeout(run.remaining_s()):
+                first = await anext(stream)
+        except (VersionUnavailable, VersionOverloaded) as e:
+            await stream.aclose()
+            svc.router.observe(version, ok=False, ttft_s=None, latency_s=time.perf_counter() - run.started)
+            log.warning("version refused the request, trying the next", extra={"version": version, "why": str(e)})
+            continue
+        except TenantQueueFull:
+            await stream.aclose()
+            raise tenant_queue_full() from None
+        except ValueError as e:
+            await stream.aclose()
+            raise invalid_request(str(e)) from None
+        except TimeoutError:
+            await stream.aclose()
+            run.version = version
+            raise gateway_timeout() from None
+        except (StopAsyncIteration, GenerationFailed):
+            await stream.aclose()
+            run.version = version
+            raise generation_failed() from None
+        except BaseException:  # cancelled (the client left): abort it in the engine before going
+            with anyio.CancelScope(shield=True):
+                await stream.aclose()
+            raise
+        run.began(version, first)
+        return stream, first
+    raise no_capacity()

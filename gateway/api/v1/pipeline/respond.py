@@ -1,0 +1,191 @@
+"""A run's answer on the wire: whole (JSON) or streamed (SSE); the run is finished either way."""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol
+
+import anyio
+from fastapi import Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel
+
+from gateway.api.errors import APIError
+from gateway.api.v1.pipeline.generate import gateway_timeout, generation_failed, open_generation
+from gateway.api.v1.pipeline.run import Run
+from gateway.serving.base import GenerationChunk, GenerationFailed
+
+log = logging.getLogger("tollgate.generation")
+
+
+class Format(Protocol):
+    """How an endpoint spells its output on the wire (chat and completions differ only here)."""
+
+    def opening(self) -> BaseModel | None: ...
+
+    def delta(self, text: str, finish_reason: str | None) -> BaseModel: ...
+
+    def usage_chunk(self) -> BaseModel: ...
+
+    def complete(self, text: str, finish_reason: str | None) -> BaseModel: ...
+
+
+# Told of every generation that ran to an end of its own: (run, the whole text, finish_reason).
+# Must not block: the response is still being sent.
+Keep = Callable[[Run, str, str | None], None]
+
+
+def response_id(run: Run, prefix: str) -> str:
+    return f"{prefix}-{run.request_id.removeprefix('req_')}"
+
+
+def headers(run: Run) -> dict[str, str]:
+    out = {**run.reservation.headers, "x-tollgate-model": run.served_as, "x-tollgate-cache": run.cache_status}
+    if run.cache_score is not None:
+        out["x-tollgate-cache-score"] = f"{run.cache_score:.4f}"
+    return out
+
+
+def sse_event(payload: BaseModel | dict) -> str:
+    body = payload.model_dump_json() if isinstance(payload, BaseModel) else json.dumps(payload)
+    return f"data: {body}\n\n"
+
+
+def status_of(e: BaseException) -> str:
+    if isinstance(e, APIError):
+        return "error" if e.status >= 500 else "refused"
+    return "aborted" if isinstance(e, asyncio.CancelledError) else "error"
+
+
+async def respond(run: Run, fmt_factory: Callable[[Run], Format], *, keep: Keep | None = None,
+                  request: Request | None = None):
+    """Open the generation, then answer it whole or as a stream. A client that leaves before its answer is out
+    (`request` is watched for the disconnect) aborts the generation at once: billed only what was made."""
+    try:
+        opened = await _unless_gone(open_generation(run), request)
+    except BaseException as e:
+        run.finish(status_of(e))
+        raise
+    if opened is None:
+        run.finish("aborted")  # gone before the first token: nothing made, nothing billed, all released
+        return Response(status_code=499)
+    stream, first = opened
+    fmt = fmt_factory(run)
+    if run.job.stream:
+        # Starlette cancels a streaming response's body when the client leaves: _sse's finally handles it.
+        return StreamingResponse(_sse(run, stream, first, fmt, keep), media_type="text/event-stream",
+                                 headers={**headers(run), "cache-control": "no-cache"})
+    answer = await _unless_gone(_collect(run, stream, first, fmt, keep), request)
+    return Response(status_code=499) if answer is None else answer  # gone: aborted and billed in _collect
+
+
+async def _unless_gone(work, request: Request | None):
+    """`work`'s result, or None once the client disconnected first (`work` is then cancelled and has run its
+    own cleanup). Without a request to watch, just `work`."""
+    task = asyncio.ensure_future(work)
+    if request is None:
+        return await task
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        if not task.done():  # the client left first, or this handler itself is being cancelled
+            task.cancel()
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if gone.cancelled() or not gone.done():
+            raise  # the handler was cancelled, not the client gone
+        return None
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the client disconnects (the body was read already, so only that message is left)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _collect(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk, fmt: Format,
+                   keep: Keep | None):
+    parts, finish_reason, status = [first.text], first.finish_reason, "error"
+    run.observe(first)
+    try:
+        async with asyncio.timeout(run.remaining_s()):
+            async for chunk in stream:
+                run.observe(chunk)
+                parts.append(chunk.text)
+                finish_reason = chunk.finish_reason or finish_reason
+        status = "ok"
+    except TimeoutError:
+        raise gateway_timeout() from None
+    except GenerationFailed:
+        raise generation_failed() from None
+    except asyncio.CancelledError:
+        status = "aborted"  # the client left: what was generated so far is billed
+        raise
+    finally:
+        with anyio.CancelScope(shield=True):
+            await stream.aclose()
+        run.finish(status)
+    text = "".join(parts)
+    if keep is not None:
+        keep(run, text, finish_reason)
+    return JSONResponse(fmt.complete(text, finish_reason).model_dump(mode="json"), headers=headers(run))
+
+
+async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk, fmt: Format,
+               keep: Keep | None):
+    status, error = "aborted", None  # "aborted" until the stream reaches an end of its own
+    chunk: GenerationChunk | None = first
+    parts: list[str] = []
+    try:
+        opening = fmt.opening()
+        if opening is not None:
+            yield sse_event(opening)
+        try:
+            while chunk is not None:
+                if not await run.within_budget(chunk):
+                    status, error = "truncated", _quota_ran_out()
+                    break
+                run.observe(chunk)
+                parts.append(chunk.text)
+                if chunk.text or chunk.finish_reason:
+                    yield sse_event(fmt.delta(chunk.text, chunk.finish_reason))
+                if chunk.finish_reason is not None:
+                    status = "ok"
+                    if keep is not None:
+                        keep(run, "".join(parts), chunk.finish_reason)
+                    break
+                async with asyncio.timeout(run.remaining_s()):
+                    chunk = await anext(stream, None)
+            else:
+                raise GenerationFailed("the generation ended without a finish reason")
+        except TimeoutError:
+            status, error = "error", gateway_timeout()
+        except GenerationFailed:
+            status, error = "error", generation_failed()
+        except Exception:
+            # Headers are gone: the client learns of it in the stream, the operator in the log.
+            log.exception("stream failed")
+            status, error = "error", APIError(500, "The server had an error while streaming.", type="server_error")
+        # Usage first: an SDK stops reading at an error event, and the client should still
+        # learn what it is billed for.
+        if run.job.include_usage:
+            yield sse_event(fmt.usage_chunk())
+        if error is not None:
+            yield sse_event(error.body())
+        yield "data: [DONE]\n\n"
+    finally:
+        # Runs on a normal end, and when the client leaves (the task is cancelled): abort the
+        # generation so the engine frees its blocks, then bill what was generated so far.
+        with anyio.CancelScope(shield=True):
+            await stream.aclose()
+        run.finish(status)
+
+
+def _quota_ran_out() -> APIError:
+    return APIError(429, "You exceeded your current quota: the month's token budget ran out during this response.",
+                    type="insufficient_quota", code="insufficient_quota")

@@ -1,0 +1,128 @@
+"""One admitted request: what it reserved, which version serves it, what it produced; `finish` bills it."""
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime
+
+from gateway.api.v1.pipeline.job import Job
+from gateway.billing.ledger import UsageRecord
+from gateway.limits.limiter import Reservation
+from gateway.schemas.openai import Usage
+from gateway.serving.base import GenerationChunk
+from gateway.services import Services
+
+log = logging.getLogger("tollgate.generation")
+
+HEALTHY = {"ok", "aborted", "truncated"}  # outcomes that say nothing bad about the version
+
+
+class Run:
+    """`finish` runs exactly once, whatever way the request ends; until then the run holds its reservation
+    and one place in the shutdown drain."""
+
+    def __init__(self, services: Services, principal, request_id: str, *, endpoint: str, model: str,
+                 reservation: Reservation, started: float, job: Job | None = None,
+                 candidates: list[str] = (), pinned: bool = False) -> None:
+        self.svc, self.principal, self.request_id = services, principal, request_id
+        self.endpoint, self.model, self.job = endpoint, model, job
+        self.candidates, self.pinned = list(candidates), pinned
+        self.reservation, self.started = reservation, started
+        self.deadline = started + services.settings.request_timeout_s
+        self.version: str | None = None
+        self.prompt_tokens = 0
+        self.max_tokens = 0
+        self.completion_tokens = 0
+        self.cached_tokens = 0
+        self.produced = False
+        self.cache_hit = False
+        self.cache_status, self.cache_score = "bypass", None  # x-tollgate-cache[-score]
+        self.ttft_s: float | None = None
+        self._finished = False
+        services.drain.enter()
+
+    @property
+    def served_as(self) -> str:
+        """The version that generated the answer, or the model for a cache hit and embeddings."""
+        return self.version or self.model
+
+    def remaining_s(self) -> float:
+        return max(0.0, self.deadline - time.perf_counter())
+
+    def began(self, version: str, first: GenerationChunk) -> None:
+        """The engine took the prompt: from here on the request is billed."""
+        self.version, self.produced = version, True
+        self.ttft_s = time.perf_counter() - self.started
+        self.prompt_tokens, self.cached_tokens = first.prompt_tokens, first.cached_tokens
+
+    def replayed(self, completion_tokens: int, score: float | None) -> None:
+        """The semantic cache answered: billed, at the model's cache prices, with every prompt token counted as
+        cached (this request's prompt, not the stored question's)."""
+        self.produced, self.cache_hit = True, True
+        self.completion_tokens, self.cached_tokens = completion_tokens, self.prompt_tokens
+        self.cache_status, self.cache_score = "hit", score
+
+    def embedded(self) -> None:
+        """An embeddings request was computed: billed for its input tokens."""
+        self.produced = True
+
+    def observe(self, chunk: GenerationChunk) -> None:
+        """`chunk` was (or is about to be) handed to the client."""
+        self.completion_tokens = chunk.completion_tokens
+
+    async def within_budget(self, chunk: GenerationChunk) -> bool:
+        """Meter a stream: take more of the month's budget when this chunk needs it."""
+        res = self.reservation
+        need = chunk.prompt_tokens + chunk.completion_tokens
+        if need <= res.budget_granted:
+            return True
+        ask = max(need - res.budget_granted, min(32, res.tokens - res.budget_granted))
+        await self.svc.limiter.extend(res, ask)
+        return need <= res.budget_granted
+
+    @property
+    def billed_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens if self.produced else 0
+
+    def usage(self) -> Usage:
+        return Usage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
+                     total_tokens=self.prompt_tokens + self.completion_tokens,
+                     prompt_tokens_details={"cached_tokens": self.cached_tokens})
+
+    def finish(self, status: str) -> None:
+        """Bill it (one ledger row, if anything was produced), settle its reservation, and report it to metrics
+        and the router. Never awaits, so it is safe in any cleanup path."""
+        if self._finished:
+            return
+        self._finished = True
+        svc, latency_s = self.svc, time.perf_counter() - self.started
+        try:
+            # Settling only returns unused tokens to the limits: the client need not wait for it.
+            svc.drain.spawn(svc.limiter.settle(self.reservation, self.billed_tokens))
+            model = svc.model_of(self.version) if self.version else self.model
+            if self.produced:
+                svc.ledger.record(UsageRecord(
+                    request_id=self.request_id, tenant_id=self.principal.tenant_id,
+                    key_id=self.principal.key_id, endpoint=self.endpoint, model=model,
+                    version=self.version, prompt_tokens=self.prompt_tokens,
+                    completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
+                    cache_hit=self.cache_hit, latency_ms=round(latency_s * 1000, 3),
+                    ttft_ms=None if self.ttft_s is None else round(self.ttft_s * 1000, 3),
+                    status=status, created_at=datetime.now(UTC)))
+                cost = svc.prices.cost(model, prompt_tokens=self.prompt_tokens,
+                                       completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
+                                       cache_hit=self.cache_hit)
+                svc.metrics.record_usage(self.principal.tenant_id, model, prompt=self.prompt_tokens,
+                                         completion=self.completion_tokens, cached=self.cached_tokens,
+                                         cost=float(cost))
+            svc.metrics.requests.labels(self.principal.tenant_id, model, self.endpoint, status).inc()
+            svc.metrics.latency.labels(model, self.endpoint).observe(latency_s)
+            if self.ttft_s is not None:
+                svc.metrics.ttft.labels(model).observe(self.ttft_s)
+            if self.version is not None:
+                svc.router.observe(self.version, ok=status in HEALTHY, ttft_s=self.ttft_s, latency_s=latency_s)
+        finally:
+            svc.drain.leave()
+            log.info("request finished", extra={"status": status, "version": self.version, "endpoint": self.endpoint,
+                                                "cache": self.cache_status, "prompt_tokens": self.prompt_tokens,
+                                                "completion_tokens": self.completion_tokens})

@@ -39,6 +39,7 @@ class DecodeGraphs:
         self.context_lens = torch.zeros(largest, dtype=torch.long, device=device)
         self.rows = torch.arange(largest, device=device)
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
+        self.replays: dict[int, object] = {}  # bucket -> replay()
         self.logits: dict[int, torch.Tensor] = {}
         self._capture()
 
@@ -53,18 +54,21 @@ class DecodeGraphs:
         pool = None
         # Largest first: smaller graphs then fit in the memory pool the largest one reserved.
         for b in reversed(self.buckets):
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):  # warm-up: compiles the Triton kernels, creates cuBLAS handles
-                self._forward(b)
-            torch.cuda.current_stream().wait_stream(side)
-            torch.cuda.synchronize()
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=pool):
-                self.logits[b] = self._forward(b)
-            pool = graph.pool()
-            self.graphs[b] = graph
+            self.replays[b], self.logits[b], pool = self._capture_one(b, pool)
+
+    def _capture_one(self, b: int, pool):
+        """(replay, the logits tensor a replay rewrites, the memory pool) for batch bucket b."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up: compiles the Triton kernels, creates cuBLAS handles
+            self._forward(b)
+        torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=pool):
+            logits = self._forward(b)
+        self.graphs[b] = graph  # keeps the captured graph alive
+        return graph.replay, logits, graph.pool()
 
     def run(self, batch: StepBatch) -> torch.Tensor | None:
         """Logits for a decode-only step by replay, or None when the step is not one a graph covers."""
@@ -81,5 +85,5 @@ class DecodeGraphs:
         self.tables[:n, :width].copy_(meta.decode_block_tables)
         self.context_lens[:n].copy_(meta.decode_context_lens)
         self.context_lens[n:b].zero_()
-        self.graphs[b].replay()
+        self.replays[b]()
         return self.logits[b].index_select(0, batch.logits_indices)

@@ -10,6 +10,7 @@ _EXPORTS = {
     "AsyncEngine": "workers.engine.async_engine",
     "RequestOutput": "workers.outputs",
     "CompletionOutput": "workers.outputs",
+    "TokenLogprob": "workers.outputs",
 }
 
 __all__ = sorted(_EXPORTS)

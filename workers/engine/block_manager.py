@@ -1,6 +1,8 @@
-"""The KV block pool: a free list, ref counts and chained-hash prefix reuse.
+"""The KV block pool: a free list, ref counts, chained-hash prefix reuse and copy-on-write.
 
-Knows sequences only through their token ids and block tables; never touches tensors.
+Knows sequences only through their token ids and block tables; never touches tensors. A block's
+ref count is the number of block tables holding it: prefix-cache hits and forked siblings (n > 1)
+share blocks, and a shared block is copied before anyone writes into it.
 """
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ class BlockManager:
         self._free: deque[int] = deque(range(num_blocks))  # ref 0, no hash: handed out first
         self._evictable: OrderedDict[int, None] = OrderedDict()  # ref 0, hashed; least recent first
         self._cached: dict[int, int] = {}  # block hash -> block id
-        self._num_published: dict[str, int] = {}  # request id -> leading blocks already hashed
+        self._num_published: dict[tuple[str, int], int] = {}  # sequence key -> leading blocks already hashed
+        self._copies: list[tuple[int, int]] = []  # copy-on-write (src, dst) pairs not yet taken
         self.stats = PrefixCacheStats()
 
     @property
@@ -71,11 +74,14 @@ class BlockManager:
     def can_allocate_slots(self, seq: Sequence, num_new_tokens: int, cached: list[int] = ()) -> bool:
         # Reusing a cached block that sits in the evictable list takes it out of the free pool.
         revived = sum(1 for b in cached if self.blocks[b].ref_count == 0)
-        return self._num_blocks_needed(seq, num_new_tokens, cached) <= self.num_free_blocks - revived
+        needed = self._num_blocks_needed(seq, num_new_tokens, cached) + (self._shared_write_block(seq) is not None)
+        return needed <= self.num_free_blocks - revived
 
     def allocate_slots(self, seq: Sequence, num_new_tokens: int, cached: list[int] = ()) -> bool:
         """Grow seq's block table to hold its computed tokens, `cached` (only on admission) and
-        `num_new_tokens` more. Returns False, changing nothing, when the pool is short."""
+        `num_new_tokens` more; if the block the new tokens start in is shared (a forked sibling's
+        partial block), give seq its own copy first (see take_copies). Returns False, changing
+        nothing, when the pool is short."""
         if num_new_tokens < 0:
             raise ValueError(f"num_new_tokens must be >= 0, got {num_new_tokens}")
         if not self.can_allocate_slots(seq, num_new_tokens, cached):
@@ -83,6 +89,8 @@ class BlockManager:
         num_fresh = self._num_blocks_needed(seq, num_new_tokens, cached)
         if not seq.block_table:
             self._count_lookup(seq, len(cached))
+        if (i := self._shared_write_block(seq)) is not None:
+            self._copy_on_write(seq, i)
         for block_id in cached:
             self._touch(block_id)
             seq.block_table.append(block_id)
@@ -90,11 +98,28 @@ class BlockManager:
             seq.block_table.append(self._take_fresh())
         return True
 
+    def fork(self, parent: Sequence, child: Sequence) -> None:
+        """Share every block of parent's table with child (a reference each); nothing is copied
+        until one of them writes into a shared block (allocate_slots)."""
+        if child.block_table:
+            raise ValueError(f"{child.key} already holds blocks")
+        for block_id in parent.block_table:
+            self.blocks[block_id].ref_count += 1
+        child.block_table = list(parent.block_table)
+        if parent.key in self._num_published:
+            self._num_published[child.key] = self._num_published[parent.key]
+
+    def take_copies(self) -> list[tuple[int, int]]:
+        """The (src, dst) block copies allocate_slots decided since the last call. The runner must
+        run them before the next forward pass writes any KV: each dst's owner reads the src's KV."""
+        copies, self._copies = self._copies, []
+        return copies
+
     def cache_blocks(self, seq: Sequence) -> None:
         """Publish seq's full, computed blocks under their chained hashes (call after a step)."""
         if not self.enable_prefix_caching:
             return
-        start = self._num_published.get(seq.request_id, 0)
+        start = self._num_published.get(seq.key, 0)
         end = seq.num_computed_tokens // self.block_size
         parent = self.blocks[seq.block_table[start - 1]].hash if start else None
         for i in range(start, end):
@@ -106,7 +131,7 @@ class BlockManager:
                 # A twin computed concurrently may own the hash already; keep that one published.
                 self._cached.setdefault(block.hash, block.block_id)
             parent = block.hash
-        self._num_published[seq.request_id] = max(start, end)
+        self._num_published[seq.key] = max(start, end)
 
     def free(self, seq: Sequence) -> None:
         # Tail blocks first, so they are evicted before the shared heads of the same sequence.
@@ -118,7 +143,23 @@ class BlockManager:
             if block.ref_count == 0:
                 self._release(block)
         seq.block_table = []
-        self._num_published.pop(seq.request_id, None)
+        self._num_published.pop(seq.key, None)
+
+    def _shared_write_block(self, seq: Sequence) -> int | None:
+        """Index in seq's table of the block its next token goes into, when other tables hold it too."""
+        i = seq.num_computed_tokens // self.block_size
+        if i < len(seq.block_table) and self.blocks[seq.block_table[i]].ref_count > 1:
+            return i
+        return None
+
+    def _copy_on_write(self, seq: Sequence, i: int) -> None:
+        # Shared blocks past the computed tokens are never full and never hashed: only the copy's
+        # owner will fill it. The other holders keep the original.
+        src = seq.block_table[i]
+        dst = self._take_fresh()
+        self.blocks[src].ref_count -= 1
+        seq.block_table[i] = dst
+        self._copies.append((src, dst))
 
     def _num_lookup_blocks(self, seq: Sequence) -> int:
         return (seq.num_tokens - 1) // self.block_size

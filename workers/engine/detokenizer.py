@@ -19,10 +19,13 @@ class Decoder(Protocol):
 
 class IncrementalDetokenizer:
     def __init__(self, tokenizer: Decoder, stop: list[str], prompt_token_ids: list[int] = (),
-                 skip_special_tokens: bool = True) -> None:
+                 skip_special_tokens: bool = True, *, min_tokens: int = 0, include_stop: bool = False) -> None:
         self._tokenizer = tokenizer
         self._stop = list(stop)
         self._skip_special = skip_special_tokens
+        self._min_tokens = min_tokens  # stop strings are looked for once more tokens than this are out
+        self._include_stop = include_stop  # a matched stop string stays at the end of the text
+        self._num_tokens = 0  # output tokens fed
         self._ids = list(prompt_token_ids[-_CONTEXT_TOKENS:])
         self._prefix_offset = 0  # window start: decoded only to measure what is new
         self._read_offset = len(self._ids)  # tokens before this are already in `text`
@@ -34,6 +37,7 @@ class IncrementalDetokenizer:
         if self.stopped or not new_token_ids:
             return self.stopped
         self._ids.extend(new_token_ids)
+        self._num_tokens += len(new_token_ids)
         delta = self._decode_new(flush=False)
         self.text += delta
         return self._truncate_at_stop(len(delta))
@@ -63,11 +67,14 @@ class IncrementalDetokenizer:
         return self._tokenizer.decode(ids, skip_special_tokens=self._skip_special) if ids else ""
 
     def _truncate_at_stop(self, delta_len: int) -> bool:
+        if self._num_tokens <= self._min_tokens:
+            return False  # min_tokens: text before it is never searched (vLLM's rule)
         # Only a match that ends inside the new text is new: earlier ones were looked for already.
-        hits = [self.text.find(s, max(0, len(self.text) - delta_len - len(s) + 1)) for s in self._stop]
-        hits = [i for i in hits if i >= 0]
+        hits = [(self.text.find(s, max(0, len(self.text) - delta_len - len(s) + 1)), len(s)) for s in self._stop]
+        hits = [h for h in hits if h[0] >= 0]
         if hits:
-            self.text = self.text[:min(hits)]
+            start, length = min(hits)  # the earliest; at a tie the shortest, which completed first
+            self.text = self.text[:start + length if self._include_stop else start]
             self.stopped = True
         return self.stopped
 

@@ -23,8 +23,10 @@ class PromptTokenizer(Protocol):
 
 class InputProcessor:
     def __init__(self, tokenizer: PromptTokenizer, *, max_model_len: int, kv_capacity_tokens: int,
-                 block_size: int, shared_prefixes: list[str | list[dict]] = ()) -> None:
+                 block_size: int, shared_prefixes: list[str | list[dict]] = (),
+                 max_num_seqs: int | None = None) -> None:
         self.tokenizer = tokenizer
+        self.max_num_seqs = max_num_seqs  # n completions run side by side: no more than the batch holds
         self.max_model_len = max_model_len
         self.kv_capacity_tokens = kv_capacity_tokens
         self.block_size = block_size
@@ -48,6 +50,8 @@ class InputProcessor:
         params = SamplingParams() if params is None else params
         if not isinstance(params, SamplingParams):
             raise ValueError(f"params must be SamplingParams, got {type(params).__name__}")
+        if self.max_num_seqs is not None and params.n > self.max_num_seqs:
+            raise ValueError(f"n ({params.n}) exceeds this engine's max_num_seqs ({self.max_num_seqs})")
         if cache_salt is not None and (not isinstance(cache_salt, str) or not 0 < len(cache_salt) <= 256):
             raise ValueError("cache_salt must be a non-empty string of at most 256 characters")
         ids = self.tokenize(prompt, messages)

@@ -12,6 +12,7 @@ from workers.engine.input_processor import InputProcessor
 from workers.engine.metrics import EngineMetrics
 from workers.engine.output_processor import OutputProcessor
 from workers.engine.scheduler import Scheduler
+from workers.engine.scheduler_output import ModelRunnerOutput
 from workers.engine.sequence import Sequence
 from workers.outputs import RequestOutput
 from workers.sampling_params import SamplingParams
@@ -33,7 +34,8 @@ class LLMEngine:
         kv_capacity = self.runner.num_kv_blocks * config.block_size
         self.input_processor = InputProcessor(self.tokenizer, max_model_len=self.max_model_len,
                                               kv_capacity_tokens=kv_capacity, block_size=config.block_size,
-                                              shared_prefixes=config.shared_prefixes)
+                                              shared_prefixes=config.shared_prefixes,
+                                              max_num_seqs=config.max_num_seqs)
         self.block_manager = BlockManager(self.runner.num_kv_blocks, config.block_size,
                                           config.enable_prefix_caching)
         # A sequence may never outgrow the pool, or preempting everyone else would not save it.
@@ -59,21 +61,22 @@ class LLMEngine:
 
     def step(self) -> list[RequestOutput]:
         out = self.scheduler.schedule()
-        sampled = self.runner.execute(out) if out.scheduled else []
-        finished = self.scheduler.update(out, sampled)
+        result = self.runner.execute(out) if out.scheduled else ModelRunnerOutput([])
+        finished = self.scheduler.update(out, result)
         finished += self.scheduler.finish(self.processor.detokenize(out), "stop")
         outputs = self.processor.make_outputs(out)
-        self._release(finished)
-        self.metrics.record_step(out, finished, self.scheduler.stats())
+        done = self._release(finished)
+        self.metrics.record_step(out, done, self.scheduler.stats())
         return outputs
 
     def abort(self, request_id: str) -> RequestOutput | None:
-        """Stop a request and free its blocks now; returns its final output (None if unknown)."""
-        seq = self.scheduler.abort(request_id)
-        if seq is None:
+        """Stop a request (all its n completions) and free its blocks now; returns its final output
+        (None if unknown)."""
+        seqs = self.scheduler.abort(request_id)
+        if not seqs:
             return None
-        self._release([seq])
-        return self.processor.abort(seq)
+        self._release(seqs)
+        return self.processor.abort(request_id)
 
     def abort_all(self) -> list[RequestOutput]:
         outputs = [self.abort(request_id) for request_id in self.scheduler.request_ids()]
@@ -86,6 +89,9 @@ class LLMEngine:
         if request_id in self.scheduler:
             raise ValueError(f"request_id {request_id!r} is already in flight")
 
-    def _release(self, seqs: list[Sequence]) -> None:
-        for seq in seqs:
-            self.runner.release(seq.request_id)
+    def _release(self, seqs: list[Sequence]) -> list[Sequence]:
+        """Release the runner's state of requests whose last sequence is among seqs; returns those last ones."""
+        done = {seq.request_id: seq for seq in seqs if seq.request_id not in self.scheduler}
+        for request_id in done:
+            self.runner.release(request_id)
+        return list(done.values())

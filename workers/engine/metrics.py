@@ -88,6 +88,7 @@ class EngineMetrics:
         self._last_hits = 0
 
     def record_step(self, out: SchedulerOutput, finished: list[Sequence], stats: SchedulerStats) -> None:
+        """`finished`: the last sequence of each request that finished this step."""
         m = self._m
         m["num_requests_running"].set(stats.num_running)
         m["num_requests_waiting"].set(stats.num_waiting)
@@ -100,13 +101,13 @@ class EngineMetrics:
             m["num_preemptions"].inc(len(out.preempted))
         for s in out.scheduled:
             if s.samples:
-                self._record_token(s.seq)
+                self._record_token(s.seq, s.num_samples)
         for seq in finished:
             self._record_finished(seq)
 
-    def _record_token(self, seq: Sequence) -> None:
-        self._m["generation_tokens"].inc()
-        if seq.num_output_tokens == 1:
+    def _record_token(self, seq: Sequence, num_tokens: int) -> None:
+        self._m["generation_tokens"].inc(num_tokens)  # n at a parent's first sample: every completion's first
+        if seq.num_output_tokens == 1 and seq.index == 0:  # once per request, however many completions
             self._m["prompt_tokens"].inc(seq.num_prompt_tokens)
             self._m["time_to_first_token"].observe(seq.first_token_time - seq.arrival_time)
             self._m["request_queue_time"].observe(seq.first_scheduled_time - seq.arrival_time)

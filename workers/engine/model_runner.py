@@ -8,7 +8,7 @@ import torch
 from workers.config import EngineConfig
 from workers.engine.kv_budget import kv_cache_bytes
 from workers.engine.sampler import Sampler
-from workers.engine.scheduler_output import ScheduledSequence, SchedulerOutput
+from workers.engine.scheduler_output import ModelRunnerOutput, ScheduledSequence, SchedulerOutput
 from workers.model.attention import AttentionMetadata, PrefillChunk
 from workers.model.kernel_sets.registry import select
 from workers.model.registry import load_model
@@ -56,7 +56,7 @@ class ModelRunner:
         # [layers, kv_heads, blocks, block_size, head_dim]
         self.k_cache = torch.zeros(shape, dtype=dtype, device=self.device)
         self.v_cache = torch.zeros(shape, dtype=dtype, device=self.device)
-        self.sampler = Sampler(config.seed, self.device)
+        self.sampler = Sampler(config.seed, self.device, eos_token_ids=self.tokenizer.eos_token_ids)
         self.graphs = None
         if self.device.type == "cuda" and config.cuda_graphs and self.kernels.supports_cuda_graphs:
             from workers.engine.cuda_graphs import DecodeGraphs  # the only CUDA-specific code, behind one switch
@@ -67,11 +67,25 @@ class ModelRunner:
         self.sampler.release(request_id)
 
     @torch.inference_mode()
-    def execute(self, out: SchedulerOutput) -> list[int | None]:
+    def execute(self, out: SchedulerOutput) -> ModelRunnerOutput:
+        if out.blocks_to_copy:
+            self.copy_blocks(out.blocks_to_copy)  # before any KV is written: the copies' owners read them
         if out.is_empty:
-            return []
+            return ModelRunnerOutput([])
         batch, logits = self.forward(out.scheduled)
         return self.sample(out.scheduled, batch, logits)
+
+    @torch.inference_mode()
+    def copy_blocks(self, pairs: list[tuple[int, int]]) -> None:
+        """Copy-on-write: block dst gets block src's K and V, every layer at once. All sources are read
+        before any destination is written."""
+        for src, dst in pairs:
+            if not (0 <= src < self.num_kv_blocks and 0 <= dst < self.num_kv_blocks):
+                raise ValueError(f"block copy {src} -> {dst} out of range [0, {self.num_kv_blocks})")
+        src = self._tensor([p[0] for p in pairs])
+        dst = self._tensor([p[1] for p in pairs])
+        for cache in (self.k_cache, self.v_cache):  # [layers, kv_heads, blocks, block_size, head_dim]
+            cache.index_copy_(2, dst, cache.index_select(2, src))
 
     @torch.inference_mode()
     def forward(self, scheduled: list[ScheduledSequence]) -> tuple[StepBatch, torch.Tensor]:
@@ -83,13 +97,26 @@ class ModelRunner:
                                 batch.logits_indices)
         return batch, logits
 
-    def sample(self, scheduled: list[ScheduledSequence], batch: StepBatch, logits: torch.Tensor) -> list[int | None]:
-        seqs = [scheduled[i].seq for i in batch.sample_rows]
-        tokens = self.sampler.sample(logits, [s.params for s in seqs], [s.request_id for s in seqs])
-        result: list[int | None] = [None] * len(scheduled)
-        for row, token in zip(batch.sample_rows, tokens):
-            result[row] = token
-        return result
+    def sample(self, scheduled: list[ScheduledSequence], batch: StepBatch, logits: torch.Tensor) -> ModelRunnerOutput:
+        rows = batch.sample_rows
+        seqs = [scheduled[i].seq for i in rows]
+        fanout = [scheduled[i].num_samples for i in rows]
+        indices = None
+        if any(k > 1 for k in fanout):
+            # A parent's first sample: completions 0..n-1 each draw from a copy of its one logits row.
+            logits = logits.index_select(0, self._tensor([j for j, k in enumerate(fanout) for _ in range(k)]))
+            seqs = [seq for seq, k in zip(seqs, fanout) for _ in range(k)]
+            indices = [i for k in fanout for i in range(k)]
+        drawn = self.sampler.sample(logits, seqs, indices)
+        sampled: list[list[int]] = [[] for _ in scheduled]
+        logprobs = None if drawn.logprobs is None else [[] for _ in scheduled]
+        at = 0
+        for row, k in zip(rows, fanout):
+            sampled[row] = drawn.token_ids[at:at + k]
+            if logprobs is not None:
+                logprobs[row] = drawn.logprobs[at:at + k]
+            at += k
+        return ModelRunnerOutput(sampled, logprobs)
 
     def _check_blocks(self, s: ScheduledSequence) -> None:
         end = s.start + s.num_new_tokens

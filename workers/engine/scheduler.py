@@ -4,6 +4,11 @@ There is no prefill phase or decode phase. Each sequence has `num_computed_token
 still to compute; a step gives running sequences their share of the token budget first (one
 token for a decoding sequence, the next chunk for a long prompt), then admits waiting ones.
 Chunked prefill, prefix reuse and preemption all fall out of that one loop.
+
+A request with n > 1 is one sequence (the parent) until its first sample, so its prompt is computed
+once; that step draws n tokens from the parent's logits and forks n - 1 children that share the
+parent's blocks. From then on each completion is an ordinary sequence; the request finishes when
+its last sequence does.
 """
 from __future__ import annotations
 
@@ -13,8 +18,9 @@ from dataclasses import dataclass
 
 from workers.config import EngineConfig
 from workers.engine.block_manager import BlockManager
-from workers.engine.scheduler_output import ScheduledSequence, SchedulerOutput
+from workers.engine.scheduler_output import ModelRunnerOutput, ScheduledSequence, SchedulerOutput
 from workers.engine.sequence import Sequence, SequenceStatus
+from workers.outputs import TokenLogprob
 
 
 @dataclass(slots=True)
@@ -39,26 +45,28 @@ class Scheduler:
         self.max_seq_len = max_seq_len  # a sequence stops ("length") when it holds this many tokens
         self.waiting: deque[Sequence] = deque()
         self.running: list[Sequence] = []  # oldest admission first
-        self._seqs: dict[str, Sequence] = {}
+        self._requests: dict[str, list[Sequence]] = {}  # request id -> its unfinished sequences
         # Waiting sequences per cache salt (the gateway's opaque tenant key). Written by the engine thread only;
         # AsyncEngine reads it from the event loop for admission (a dict lookup: no lock needed).
         self.waiting_by_salt: Counter[str | None] = Counter()
 
     def add(self, seq: Sequence) -> None:
-        if seq.request_id in self._seqs:
+        if seq.request_id in self._requests:
             raise ValueError(f"request_id {seq.request_id!r} is already in flight")
-        self._seqs[seq.request_id] = seq
+        if seq.params.n > self.max_num_seqs:
+            raise ValueError(f"n ({seq.params.n}) exceeds max_num_seqs ({self.max_num_seqs})")
+        self._requests[seq.request_id] = [seq]
         self.waiting.append(seq)
         self.waiting_by_salt[seq.cache_salt] += 1
 
     def __contains__(self, request_id: str) -> bool:
-        return request_id in self._seqs
+        return request_id in self._requests
 
     def request_ids(self) -> list[str]:
-        return list(self._seqs)
+        return list(self._requests)
 
     def has_unfinished(self) -> bool:
-        return bool(self._seqs)
+        return bool(self._requests)
 
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
@@ -66,16 +74,18 @@ class Scheduler:
         # After a preemption the pool is short: admitting newcomers would only thrash.
         if not out.preempted:
             self._schedule_waiting(out, budget)
+        out.blocks_to_copy = self.block_manager.take_copies()
         return out
 
-    def update(self, out: SchedulerOutput, sampled: list[int | None]) -> list[Sequence]:
-        """Advance what the runner computed, append sampled tokens; returns newly finished."""
-        if len(sampled) != len(out.scheduled):
-            raise RuntimeError(f"runner returned {len(sampled)} results for {len(out.scheduled)} sequences")
+    def update(self, out: SchedulerOutput, result: ModelRunnerOutput) -> list[Sequence]:
+        """Advance what the runner computed, append sampled tokens (forking the children of an n > 1
+        request at its first sample, into out.forked); returns the sequences newly finished."""
+        if len(result.sampled) != len(out.scheduled):
+            raise RuntimeError(f"runner returned {len(result.sampled)} results for {len(out.scheduled)} sequences")
+        logprobs = result.logprobs
         finished = []
-        for s, token in zip(out.scheduled, sampled):
-            if self._advance(s, token):
-                finished.append(s.seq)
+        for i, s in enumerate(out.scheduled):
+            finished += self._advance(s, result.sampled[i], logprobs[i] if logprobs is not None else None, out)
         self._finish_all(finished)
         return finished
 
@@ -88,13 +98,13 @@ class Scheduler:
         self._finish_all(newly)
         return newly
 
-    def abort(self, request_id: str) -> Sequence | None:
-        seq = self._seqs.get(request_id)
-        if seq is None:
-            return None
-        seq.finish_reason = "abort"
-        self._finish_all([seq])
-        return seq
+    def abort(self, request_id: str) -> list[Sequence]:
+        """End every unfinished sequence of the request and free its blocks; returns them ([] if unknown)."""
+        seqs = list(self._requests.get(request_id, ()))
+        for seq in seqs:
+            seq.finish_reason = "abort"
+        self._finish_all(seqs)
+        return seqs
 
     def stats(self) -> SchedulerStats:
         bm = self.block_manager
@@ -124,8 +134,15 @@ class Scheduler:
         return True
 
     def _schedule_waiting(self, out: SchedulerOutput, budget: int) -> None:
-        while self.waiting and budget > 0 and len(self.running) < self.max_num_seqs:
+        if not self.waiting:
+            return
+        # A parent yet to fork holds batch slots for its n completions.
+        slots = len(self.running) + sum(s.params.n - 1 for s in self.running if s.awaiting_fork)
+        while self.waiting and budget > 0:
             seq = self.waiting[0]
+            need = seq.params.n if seq.awaiting_fork else 1
+            if slots + need > self.max_num_seqs:
+                break
             cached = self.block_manager.find_cached_prefix(seq)
             num_cached = len(cached) * self.block_manager.block_size
             num_new = min(seq.num_tokens - num_cached, budget)
@@ -136,6 +153,7 @@ class Scheduler:
             self._admit(seq, num_cached)
             out.scheduled.append(ScheduledSequence(seq, num_new))
             budget -= num_new
+            slots += need
 
     def _admit(self, seq: Sequence, num_cached: int) -> None:
         seq.num_computed_tokens = num_cached
@@ -153,26 +171,56 @@ class Scheduler:
         self.waiting.appendleft(seq)
         self.waiting_by_salt[seq.cache_salt] += 1
 
-    def _advance(self, s: ScheduledSequence, token: int | None) -> bool:
+    def _advance(self, s: ScheduledSequence, tokens: list[int], logprobs: list[TokenLogprob | None] | None,
+                 out: SchedulerOutput) -> list[Sequence]:
+        """Returns the sequences (s.seq and any children forked now) that this step finished."""
         seq = s.seq
         seq.num_computed_tokens += s.num_new_tokens
         self.block_manager.cache_blocks(seq)
-        if not s.samples:
-            return False
-        if token is None:
-            raise RuntimeError(f"runner sampled nothing for {seq.request_id!r} at the end of its tokens")
+        if len(tokens) != s.num_samples:
+            raise RuntimeError(f"runner sampled {len(tokens)} tokens for {seq.request_id!r}, "
+                               f"expected {s.num_samples}")
+        if not tokens:
+            return []
+        family = [seq] if len(tokens) == 1 else [seq, *self._fork(seq, len(tokens) - 1, out)]
+        finished = []
+        for j, (member, token) in enumerate(zip(family, tokens)):
+            if self._append(member, token, logprobs[j] if logprobs is not None else None):
+                finished.append(member)
+        return finished
+
+    def _fork(self, parent: Sequence, num_children: int, out: SchedulerOutput) -> list[Sequence]:
+        """Children 1..num_children of parent's request, sharing its blocks (the prompt's KV, computed once)."""
+        children = []
+        for index in range(1, num_children + 1):
+            child = parent.fork(index)
+            self.block_manager.fork(parent, child)
+            children.append(child)
+        self.running += children  # the newest: preempted first
+        self._requests[parent.request_id] += children
+        out.forked += children
+        return children
+
+    def _append(self, seq: Sequence, token: int, logprob: TokenLogprob | None) -> bool:
         seq.token_ids.append(token)
+        if logprob is not None:
+            seq.cumulative_logprob += logprob.logprob
+            if seq.params.logprobs is not None:
+                seq.output_logprobs.append(logprob)
         if seq.first_token_time is None:
             seq.first_token_time = time.monotonic()
         seq.finish_reason = self._stop_reason(seq, token)
         return seq.finish_reason is not None
 
     def _stop_reason(self, seq: Sequence, token: int) -> str | None:
-        if token in seq.params.stop_token_ids:
-            return "stop"
-        if token in self.eos_token_ids and not seq.params.ignore_eos:
-            return "stop"
-        if seq.num_output_tokens >= seq.params.max_tokens or seq.num_tokens >= self.max_seq_len:
+        params = seq.params
+        # Within min_tokens no stop token ends the output (the runner masks them; this guards the rest).
+        if seq.num_output_tokens > params.min_tokens:
+            if token in params.stop_token_ids:
+                return "stop"
+            if token in self.eos_token_ids and not params.ignore_eos:
+                return "stop"
+        if seq.num_output_tokens >= params.max_tokens or seq.num_tokens >= self.max_seq_len:
             return "length"
         return None
 
@@ -184,7 +232,10 @@ class Scheduler:
             self.block_manager.free(seq)
             seq.status = SequenceStatus.FINISHED
             seq.finished_time = now
-            del self._seqs[seq.request_id]
+            live = self._requests[seq.request_id]
+            live.remove(seq)
+            if not live:
+                del self._requests[seq.request_id]
         gone = {id(s) for s in seqs}
         self.running = [s for s in self.running if id(s) not in gone]
         if any(id(s) in gone for s in self.waiting):

@@ -1,15 +1,16 @@
-"""What the scheduler hands the model runner for one step."""
+"""What the scheduler hands the model runner for one step, and what the runner hands back."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from workers.engine.sequence import Sequence
+from workers.outputs import TokenLogprob
 
 
 @dataclass(slots=True)
 class ScheduledSequence:
-    """The scheduler's decision for one sequence this step. `start` and `samples` are frozen
-    when the decision is made, so they stay true after the step has advanced the sequence."""
+    """The scheduler's decision for one sequence this step. `start`, `samples` and `num_samples` are
+    frozen when the decision is made, so they stay true after the step has advanced the sequence."""
 
     seq: Sequence
     # Compute tokens seq.token_ids[start : start + num_new_tokens], start = seq.num_computed_tokens.
@@ -17,18 +18,26 @@ class ScheduledSequence:
     start: int = field(init=False)
     # True when this chunk reaches the end of the known tokens: the runner samples a next token.
     samples: bool = field(init=False)
+    # Tokens drawn from this row's logits: 0 without `samples`; n for the first sample of an n > 1
+    # request's parent (token j opens completion j: the scheduler forks the children); else 1.
+    num_samples: int = field(init=False)
 
     def __post_init__(self) -> None:
         if self.num_new_tokens < 1:
             raise ValueError(f"num_new_tokens must be >= 1, got {self.num_new_tokens}")
         self.start = self.seq.num_computed_tokens
         self.samples = self.start + self.num_new_tokens == self.seq.num_tokens
+        self.num_samples = (self.seq.params.n if self.seq.awaiting_fork else 1) if self.samples else 0
 
 
 @dataclass(slots=True)
 class SchedulerOutput:
     scheduled: list[ScheduledSequence] = field(default_factory=list)
     preempted: list[Sequence] = field(default_factory=list)
+    # Copy-on-write: (src, dst) KV blocks the runner copies, all layers' K and V, before the forward pass.
+    blocks_to_copy: list[tuple[int, int]] = field(default_factory=list)
+    # Set by Scheduler.update: the children forked this step (their first token already appended).
+    forked: list[Sequence] = field(default_factory=list)
 
     @property
     def num_batched_tokens(self) -> int:
@@ -37,3 +46,14 @@ class SchedulerOutput:
     @property
     def is_empty(self) -> bool:
         return not self.scheduled
+
+
+@dataclass(slots=True)
+class ModelRunnerOutput:
+    """One step's samples, aligned with SchedulerOutput.scheduled: `sampled[i]` holds the
+    `num_samples` tokens row i drew ([] where it did not sample)."""
+
+    sampled: list[list[int]]
+    # Aligned with `sampled`: each token's logprob where its request wants one (SamplingParams.wants_logprob),
+    # else None; the whole field is None when no row of the step wanted any.
+    logprobs: list[list[TokenLogprob | None]] | None = None

@@ -5,6 +5,7 @@ import enum
 import time
 from dataclasses import dataclass, field
 
+from workers.outputs import TokenLogprob
 from workers.sampling_params import SamplingParams
 
 
@@ -16,8 +17,11 @@ class SequenceStatus(enum.Enum):
 
 @dataclass(slots=True)
 class Sequence:
-    """One request. There is no prefill or decode phase: the KV of the first
-    `num_computed_tokens` of `token_ids` is in the cache; the rest is still to compute."""
+    """One completion of a request. There is no prefill or decode phase: the KV of the first
+    `num_computed_tokens` of `token_ids` is in the cache; the rest is still to compute.
+
+    A request with n > 1 starts as one sequence (index 0, the parent); at its first sample it forks
+    children 1..n-1 that share its prompt blocks (Scheduler._fork). Each then lives on its own."""
 
     request_id: str
     token_ids: list[int]
@@ -37,6 +41,9 @@ class Sequence:
     first_scheduled_time: float | None = None
     first_token_time: float | None = None
     finished_time: float | None = None
+    index: int = 0  # which of the request's n completions this sequence generates
+    cumulative_logprob: float = 0.0  # sum of the sampled tokens' logprobs, when the runner computes them
+    output_logprobs: list[TokenLogprob] = field(default_factory=list)  # one per output token, when asked for
 
     @property
     def num_tokens(self) -> int:
@@ -49,6 +56,16 @@ class Sequence:
     @property
     def output_token_ids(self) -> list[int]:
         return self.token_ids[self.num_prompt_tokens:]
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """Identifies the sequence among all others (request ids identify requests)."""
+        return self.request_id, self.index
+
+    @property
+    def awaiting_fork(self) -> bool:
+        """The parent of an n > 1 request before its first token: that sample forks the children."""
+        return self.index == 0 and self.params.n > 1 and self.num_tokens == self.num_prompt_tokens
 
     @property
     def num_blocks(self) -> int:
@@ -65,3 +82,13 @@ class Sequence:
 
     def block_tokens(self, i: int) -> list[int]:
         return self.token_ids[i * self.block_size:(i + 1) * self.block_size]
+
+    def fork(self, index: int) -> Sequence:
+        """Completion `index` of this request, with the same tokens and progress so far. Its block
+        table starts empty: BlockManager.fork shares the parent's blocks into it."""
+        return Sequence(self.request_id, list(self.token_ids), self.num_prompt_tokens, self.params, self.block_size,
+                        arrival_time=self.arrival_time, status=self.status,
+                        num_computed_tokens=self.num_computed_tokens, num_cached_tokens=self.num_cached_tokens,
+                        cache_salt=self.cache_salt, num_public_tokens=self.num_public_tokens,
+                        first_scheduled_time=self.first_scheduled_time, index=index,
+                        cumulative_logprob=self.cumulative_logprob, output_logprobs=list(self.output_logprobs))

@@ -13,9 +13,10 @@ from ray import serve
 from workers.config import EngineConfig
 from workers.engine.async_engine import AsyncEngine
 from workers.sampling_params import SamplingParams
+from workers.serve.protocol import SAMPLING_FIELDS, ChunkWriter, sampling_params
 
-# GenerationRequest fields a replica turns into SamplingParams.
-_SAMPLING = ("max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "ignore_eos")
+# GenerationRequest fields a replica turns into SamplingParams (the wire format: workers/serve/protocol.py).
+_SAMPLING = SAMPLING_FIELDS
 
 
 class VersionServer:
@@ -42,22 +43,21 @@ class VersionServer:
                 "block_size": ip.block_size, "active": self._active}
 
     async def generate(self, request: dict, prefix_key: str | None = None) -> AsyncIterator[dict]:
-        """Stream delta chunks (GenerationChunk fields as a dict). The first carries `version`
-        and `replica`. When the caller cancels, closing the engine stream aborts the request.
+        """Stream delta chunks (GenerationChunk fields as a dict, plus `completions`, `logprobs` and
+        `cumulative_logprob`: workers/serve/protocol.py). The first carries `version` and `replica`.
+        When the caller cancels, closing the engine stream aborts the request (all n completions).
         `prefix_key` is read by the prefix-affinity request router, not here."""
-        params = SamplingParams(**{k: request[k] for k in _SAMPLING if k in request})
+        params = sampling_params(request)
         # A fresh id per attempt: a retry may reach this replica while the last one still aborts.
         rid = f"{request['request_id']}-{uuid.uuid4().hex[:8]}"
         outputs = self._engine.generate(rid, request.get("prompt"), messages=request.get("messages"), params=params,
                                         cache_salt=request.get("cache_salt"))
         first = True
+        write = ChunkWriter()
         self._active += 1
         try:
             async for out in outputs:
-                delta = out.outputs[0]
-                chunk = {"text": delta.text, "token_ids": list(delta.token_ids),
-                         "prompt_tokens": out.num_prompt_tokens, "completion_tokens": out.num_output_tokens,
-                         "cached_tokens": out.num_cached_tokens, "finish_reason": delta.finish_reason}
+                chunk = write(out)
                 if first:
                     chunk |= {"version": self._version, "replica": self._replica}
                     first = False

@@ -1,8 +1,9 @@
 """Fakes for the engine's pure layers: a byte tokenizer and a runner that simulates the KV cache.
 
 FakeRunner honours ModelRunner's contract and checks the memory layer while it runs: it keeps
-the token each KV slot was computed for, and refuses to "attend" over a slot whose token is not
-the sequence's own, which is how a prefix-cache or block-table bug would corrupt real outputs.
+the token each KV slot was computed for (copy-on-write copies included), and refuses to "attend"
+over a slot whose token is not the sequence's own, which is how a prefix-cache, fork or block-table
+bug would corrupt real outputs.
 """
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import time
 from jinja2 import TemplateError
 
 from workers.config import EngineConfig
-from workers.engine.scheduler_output import SchedulerOutput
+from workers.engine.scheduler_output import ModelRunnerOutput, SchedulerOutput
+from workers.outputs import TokenLogprob
 
 EOS = 256
 ROLES = ("system", "user", "assistant")
@@ -63,13 +65,14 @@ class FakeRunner:
         self.fail_at_step = fail_at_step
         self.seed = config.seed
         self.kv: list[list[int | None]] = [[None] * self.block_size for _ in range(self.num_kv_blocks)]
-        self.rngs: dict[str, random.Random] = {}
+        self.rngs: dict[tuple[str, int], random.Random] = {}  # per completion
+        self.copies: list[tuple[int, int]] = []
         self.released: list[str] = []
         self.steps: list[SchedulerOutput] = []
         self.batch_tokens: list[int] = []
         self.batch_seqs: list[int] = []
 
-    def execute(self, out: SchedulerOutput) -> list[int | None]:
+    def execute(self, out: SchedulerOutput) -> ModelRunnerOutput:
         if self.fail_at_step is not None and len(self.steps) == self.fail_at_step:
             raise RuntimeError("simulated runner failure")
         self.steps.append(out)
@@ -77,13 +80,21 @@ class FakeRunner:
         self.batch_seqs.append(len(out.scheduled))
         if self.step_delay:
             time.sleep(self.step_delay)
-        return [self._compute(s) for s in out.scheduled]
+        snapshot = {src: list(self.kv[src]) for src, _ in out.blocks_to_copy}  # all reads before any write
+        for src, dst in out.blocks_to_copy:
+            self.kv[dst] = list(snapshot[src])
+        self.copies += out.blocks_to_copy
+        sampled = [self._compute(s) for s in out.scheduled]
+        logprobs = [[_fake_logprob(s.seq, t) for t in tokens] for s, tokens in zip(out.scheduled, sampled)]
+        wanted = any(s.seq.params.wants_logprob for s in out.scheduled)
+        return ModelRunnerOutput(sampled, logprobs if wanted else None)
 
     def release(self, request_id: str) -> None:
-        self.rngs.pop(request_id, None)
+        for key in [k for k in self.rngs if k[0] == request_id]:
+            del self.rngs[key]
         self.released.append(request_id)
 
-    def _compute(self, s) -> int | None:
+    def _compute(self, s) -> list[int]:
         seq, bs = s.seq, self.block_size
         end = s.start + s.num_new_tokens
         if len(seq.block_table) * bs < end or end > seq.num_tokens:
@@ -94,17 +105,36 @@ class FakeRunner:
                 raise RuntimeError(f"{seq.request_id}: KV slot {pos} holds {slot}, expected {seq.token_ids[pos]}")
         for pos in range(s.start, end):
             self.kv[seq.block_table[pos // bs]][pos % bs] = seq.token_ids[pos]
-        return self._sample(seq) if s.samples else None
+        if s.num_samples > 1:  # a parent's first sample: completion j draws from the same "logits"
+            return [self._sample(seq, j) for j in range(s.num_samples)]
+        return [self._sample(seq, seq.index)] if s.samples else []
 
-    def _sample(self, seq) -> int:
+    def _sample(self, seq, index: int) -> int:
+        token = self._draw(seq, index)
+        params = seq.params
+        stops = set(params.stop_token_ids) | (set() if params.ignore_eos else {EOS})
+        if seq.num_output_tokens < params.min_tokens and token in stops:  # the sampler's min_tokens mask
+            token = next_printable(seq.token_ids[-1])
+        return token
+
+    def _draw(self, seq, index: int) -> int:
         if self.reply is not None:
             n = seq.num_output_tokens
             return self.reply[n] if n < len(self.reply) else EOS
         if seq.params.temperature > 0:
             seed = seq.params.seed if seq.params.seed is not None else self.seed
-            rng = self.rngs.setdefault(seq.request_id, random.Random(seed))
+            key = (seq.request_id, index)
+            rng = self.rngs.setdefault(key, random.Random(seed if index == 0 else f"{seed}/{index}"))
             return rng.randrange(32, 127)
         return next_printable(seq.token_ids[-1])
+
+
+def _fake_logprob(seq, token: int) -> TokenLogprob | None:
+    """A deterministic stand-in: -(token % 5 + 1) / 4, alternatives below it."""
+    if not seq.params.wants_logprob:
+        return None
+    lp = -((token % 5) + 1) / 4
+    return TokenLogprob(token, lp, tuple(((token + k) % 256, lp - k / 2) for k in range(seq.params.logprobs or 0)))
 
 
 def fake_config(**overrides) -> EngineConfig:

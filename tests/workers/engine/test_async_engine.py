@@ -257,3 +257,36 @@ def test_overloaded_survives_pickling_for_ray():
 
     again = pickle.loads(pickle.dumps(EngineOverloaded("too many", "tenant")))
     assert again.scope == "tenant" and str(again) == "too many"
+
+
+async def test_n_completions_stream_per_index_deltas_that_add_up_to_the_offline_result():
+    engine = make(runner_kw={"step_delay": 0.001})
+    params = SamplingParams(n=3, max_tokens=12, temperature=1.0, seed=8, stop=["a"], logprobs=1)
+    outs = await collect(engine, "n", "parallel prompt", params=params)
+    config = fake_config()
+    offline = LLM("fake", runner=FakeRunner(config), block_size=4, num_kv_blocks=64).generate("parallel prompt",
+                                                                                              params)[0]
+    assert outs[-1].finished and not any(o.finished for o in outs[:-1])
+    for ref in offline.outputs:
+        deltas = [c for o in outs for c in o.outputs if c.index == ref.index]
+        assert "".join(c.text for c in deltas) == ref.text
+        assert sum((c.token_ids for c in deltas), []) == ref.token_ids
+        assert sum((c.logprobs for c in deltas), []) == ref.logprobs
+        assert [c.finish_reason for c in deltas if c.finish_reason] == [ref.finish_reason]  # once, at its end
+        assert deltas[-1].finish_reason and deltas[-1].cumulative_logprob == pytest.approx(ref.cumulative_logprob)
+    counts = [o.num_output_tokens for o in outs]  # cumulative, summed over the completions
+    assert counts == sorted(counts) and counts[-1] == offline.num_output_tokens
+    await wait_for(lambda: no_leaks(engine))
+    await engine.stop()
+
+
+async def test_leaving_an_n_request_early_frees_all_its_blocks():
+    engine = make(runner_kw={"step_delay": 0.002})
+    gen = engine.generate("n", "a prompt that takes blocks", params=SamplingParams(n=4, max_tokens=400,
+                                                                                   temperature=0, ignore_eos=True))
+    await gen.__anext__()
+    await gen.__anext__()
+    assert len(engine._engine.scheduler.running) == 4
+    await gen.aclose()
+    await wait_for(lambda: no_leaks(engine))
+    await engine.stop()

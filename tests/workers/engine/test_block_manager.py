@@ -216,3 +216,107 @@ def test_salted_blocks_published_by_decoding_stay_in_the_salted_chain():
         compute(bm, a, 1)
     assert bm.find_cached_prefix(salted_seq(a.token_ids + [7], "b", "s")) == a.block_table[:2]
     assert bm.find_cached_prefix(salted_seq(a.token_ids + [7], "c", "other")) == []
+
+
+# ---- fork and copy-on-write (n > 1) ---------------------------------------------------------
+
+
+def forked(bm, tokens, n):
+    """A parent whose prompt is computed, and n - 1 children sharing its blocks."""
+    parent = make_seq(tokens, "req")
+    compute(bm, parent, len(tokens))
+    children = []
+    for i in range(1, n):
+        child = parent.fork(i)
+        bm.fork(parent, child)
+        children.append(child)
+    return parent, children
+
+
+def decode(bm, seq, token):
+    """One decode step: the sampled token appended, then its KV slot allocated and computed."""
+    seq.token_ids.append(token)
+    compute(bm, seq, 1)
+
+
+def refs(bm, seq):
+    return [bm.blocks[b].ref_count for b in seq.block_table]
+
+
+def test_fork_shares_every_block_by_reference():
+    bm = BlockManager(16, BS)
+    parent, (c1, c2) = forked(bm, range(10), 3)  # blocks: full, full, partial (2 of 4)
+    assert c1.block_table == c2.block_table == parent.block_table
+    assert refs(bm, parent) == [3, 3, 3] and bm.num_used_blocks == 3
+    assert (c1.key, c2.key) == (("req", 1), ("req", 2)) and c1.num_computed_tokens == 10
+
+
+def test_writing_into_a_shared_partial_block_copies_it_first():
+    bm = BlockManager(16, BS)
+    parent, (child,) = forked(bm, range(10), 2)
+    shared = parent.block_table[2]
+    decode(bm, child, 100)
+    assert child.block_table[:2] == parent.block_table[:2]
+    assert child.block_table[2] != shared  # its own copy ...
+    assert bm.take_copies() == [(shared, child.block_table[2])]  # ... whose KV the runner copies
+    assert refs(bm, parent) == [2, 2, 1] and refs(bm, child) == [2, 2, 1]
+    decode(bm, parent, 200)  # the last holder writes in place: nothing to copy
+    assert parent.block_table[2] == shared and bm.take_copies() == []
+
+
+def test_a_full_last_prompt_block_is_not_copied():
+    bm = BlockManager(16, BS)
+    parent, (child,) = forked(bm, range(8), 2)
+    decode(bm, child, 100)
+    decode(bm, parent, 200)
+    assert bm.take_copies() == []
+    assert child.block_table[:2] == parent.block_table[:2] and child.block_table[2] != parent.block_table[2]
+
+
+def test_copy_on_write_needs_a_free_block_and_fails_cleanly_without_one():
+    bm = BlockManager(3, BS)
+    parent, (child,) = forked(bm, range(10), 2)  # all 3 blocks in use, the partial one shared
+    child.token_ids.append(100)
+    assert not bm.can_allocate_slots(child, 1)
+    assert not bm.allocate_slots(child, 1)
+    assert child.block_table == parent.block_table and bm.take_copies() == []
+    bm.free(parent)  # e.g. the parent was preempted: the child now holds the block alone
+    assert bm.allocate_slots(child, 1) and bm.take_copies() == []
+
+
+@pytest.mark.parametrize("order", ["parent-first", "children-first", "middle-first"])
+def test_free_in_any_order_leaves_no_leak(order):
+    bm = BlockManager(16, BS)
+    parent, children = forked(bm, range(10), 3)
+    for i, seq in enumerate(children):
+        decode(bm, seq, 100 + i)
+    decode(bm, parent, 99)
+    bm.take_copies()
+    family = {"parent-first": [parent, *children], "children-first": [*children, parent],
+              "middle-first": [children[0], parent, children[1]]}[order]
+    for seq in family[:-1]:
+        bm.free(seq)
+        assert bm.num_used_blocks > 0
+    bm.free(family[-1])
+    assert_all_free(bm)
+    assert bm.num_cached_blocks == 2  # the two full prompt blocks stay reusable
+
+
+def test_children_publish_their_own_full_blocks_and_reuse_the_prompts():
+    bm = BlockManager(16, BS)
+    parent, (child,) = forked(bm, range(6), 2)
+    for t in (50, 51):
+        decode(bm, child, t)  # the child fills its copy of block 1
+    assert bm.num_cached_blocks == 2
+    probe = make_seq(child.token_ids + [7], "probe")
+    assert bm.find_cached_prefix(probe) == child.block_table[:2]
+    bm.free(parent)
+    bm.free(child)
+    assert_all_free(bm)
+
+
+def test_fork_into_a_sequence_holding_blocks_is_an_error():
+    bm = BlockManager(8, BS)
+    parent, (child,) = forked(bm, range(5), 2)
+    with pytest.raises(ValueError, match="already holds"):
+        bm.fork(parent, child)

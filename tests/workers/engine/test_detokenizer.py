@@ -97,3 +97,27 @@ def test_deltas_concatenate_to_the_full_text_in_one_or_many_updates():
     one.update(TOK.encode(text))
     many = IncrementalDetokenizer(TOK, [])
     assert "".join(feed(many, TOK.encode(text))) == text == one.text
+
+
+def test_include_stop_str_keeps_the_matched_stop_string():
+    d = IncrementalDetokenizer(TOK, ["END", "E"], include_stop=True)
+    feed(d, TOK.encode("abcEND more"))
+    assert d.stopped and d.text == "abcE"  # "E" completes first, and is kept
+    d = IncrementalDetokenizer(TOK, ["END"], include_stop=True)
+    feed(d, TOK.encode("abcEND more"), one_by_one=False)
+    assert d.text == "abcEND"
+
+
+def test_stop_strings_are_not_looked_for_within_min_tokens():
+    d = IncrementalDetokenizer(TOK, ["ab"], min_tokens=3)
+    feed(d, TOK.encode("abxab!"))
+    assert d.stopped and d.text == "abx"  # the first "ab" came within the first 3 tokens
+    d = IncrementalDetokenizer(TOK, ["ab"], min_tokens=3)
+    feed(d, TOK.encode("xab"))
+    assert not d.stopped and d.text == "xab"
+
+
+def test_special_tokens_shown_when_not_skipped():
+    d = IncrementalDetokenizer(TOK, [], skip_special_tokens=False)
+    feed(d, TOK.encode("hi") + [EOS])
+    assert d.text == "hi<eos>"

@@ -61,3 +61,23 @@ def test_no_blocks_leaked(real_llm):
     bm = real_llm.engine.block_manager
     assert not real_llm.engine.has_unfinished_requests()
     assert bm.num_free_blocks == bm.num_blocks and all(b.ref_count == 0 for b in bm.blocks)
+
+
+def test_n_completions_share_the_prompt_and_greedy_children_match_n_1(real_llm):
+    prompt_len = len(real_llm.tokenizer.apply_chat_template(QUESTION))
+    assert prompt_len % real_llm.engine.config.block_size != 0  # the forks copy a partial block's KV
+    sampled = real_llm.chat(QUESTION, SamplingParams(n=3, max_tokens=6, temperature=0.8, seed=7, logprobs=2))[0]
+    assert [c.index for c in sampled.outputs] == [0, 1, 2] and sampled.num_prompt_tokens == prompt_len
+    assert all(c.finished and c.token_ids for c in sampled.outputs)
+    assert sampled.num_output_tokens == sum(len(c.token_ids) for c in sampled.outputs)
+    for lp in (lp for c in sampled.outputs for lp in c.logprobs):
+        assert len(lp.top) == 2 and lp.top[0][1] >= lp.top[1][1] and lp.logprob <= lp.top[0][1] + 1e-6 <= 1e-6
+    params = SamplingParams(max_tokens=8, temperature=0, logprobs=1)
+    two = real_llm.chat(QUESTION, SamplingParams(n=2, max_tokens=8, temperature=0, logprobs=1))[0]
+    one = real_llm.chat(QUESTION, params)[0]
+    assert two.outputs[0].text == two.outputs[1].text == one.outputs[0].text
+    assert two.outputs[1].token_ids == one.outputs[0].token_ids
+    # Greedy: the sampled token is the most likely one, and its logprob is that top entry's.
+    assert all(lp.top[0] == (lp.token_id, lp.logprob) for lp in one.outputs[0].logprobs)
+    bm = real_llm.engine.block_manager
+    assert bm.num_free_blocks == bm.num_blocks

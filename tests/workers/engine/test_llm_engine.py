@@ -193,3 +193,150 @@ def test_salted_requests_share_only_the_declared_public_prefix():
     assert _cached_tokens(eng, "b1", "salt-b", convo) == public  # the system prompt, nothing after it
     assert _cached_tokens(eng, "a2", "salt-a", convo) > public  # a's own question too
     assert_no_leaks(eng)
+
+
+# ---- n completions, logprobs, min_tokens --------------------------------------------------------
+
+PROMPT = "a prompt of 23 bytes..."  # 23 tokens: the last prompt block (of 4) is partial, so forks copy it
+
+
+def finals_of(eng, requests):
+    for rid, prompt, params in requests:
+        eng.add_request(rid, prompt, params=params)
+    return drain(eng)
+
+
+def test_n_completions_share_one_prefill_and_sample_independently():
+    eng = engine()
+    out = finals_of(eng, [("r", PROMPT, SamplingParams(n=3, max_tokens=8, temperature=0.8, seed=5))])["r"]
+    assert [c.index for c in out.outputs] == [0, 1, 2]
+    assert all(c.finish_reason == "length" and len(c.token_ids) == 8 for c in out.outputs)
+    assert all(c.text == bytes(c.token_ids).decode() for c in out.outputs)
+    assert len({tuple(c.token_ids) for c in out.outputs}) == 3
+    # The prompt was computed once: one step held all its tokens, and usage counts it once.
+    prompt_steps = [s for s in eng.runner.steps if any(x.num_new_tokens > 1 for x in s.scheduled)]
+    assert len(prompt_steps) == 1 and prompt_steps[0].num_batched_tokens == 23
+    assert out.num_prompt_tokens == 23 and out.num_output_tokens == 24
+    assert len(eng.runner.copies) == 2  # the shared partial block: copied for all writers but the last
+    assert eng.runner.released == ["r"]
+    assert_no_leaks(eng)
+
+
+def test_seeded_completions_are_reproducible_and_completion_0_is_the_n_1_sample():
+    params = SamplingParams(n=3, max_tokens=6, temperature=0.8, seed=11)
+    first = finals_of(engine(), [("a", PROMPT, params)])["a"]
+    again = finals_of(engine(), [("b", "other first", SamplingParams(max_tokens=3)), ("a", PROMPT, params)])["a"]
+    single = finals_of(engine(), [("s", PROMPT, SamplingParams(max_tokens=6, temperature=0.8, seed=11))])["s"]
+    assert [c.token_ids for c in first.outputs] == [c.token_ids for c in again.outputs]
+    assert first.outputs[0].token_ids == single.outputs[0].token_ids
+
+
+def test_greedy_children_are_identical_to_the_n_1_output():
+    eng = engine()
+    finals = finals_of(eng, [("two", PROMPT, SamplingParams(n=2, max_tokens=9, temperature=0)),
+                             ("one", PROMPT + "!", SamplingParams(max_tokens=3, temperature=0))])
+    single = finals_of(eng, [("single", PROMPT, SamplingParams(max_tokens=9, temperature=0))])["single"]
+    two = finals["two"].outputs
+    assert two[0].token_ids == two[1].token_ids == single.outputs[0].token_ids
+    assert two[0].text == two[1].text == single.outputs[0].text
+    assert_no_leaks(eng)
+
+
+def test_completions_finish_on_their_own_and_the_request_when_all_have():
+    eng = engine()
+    eng.add_request("r", PROMPT, params=SamplingParams(n=4, max_tokens=30, temperature=1.0, seed=3, stop=["a", "b"]))
+    outputs = []
+    while eng.has_unfinished_requests():
+        outputs += eng.step()
+    final = outputs[-1]
+    assert final.finished and not any(o.finished for o in outputs[:-1])
+    lengths = {len(c.token_ids) for c in final.outputs}
+    assert len(lengths) > 1  # different stop points
+    for c in final.outputs:
+        assert c.finish_reason in ("stop", "length")
+        if c.finish_reason == "stop":
+            assert chr(c.token_ids[-1]) in "ab" and c.text == bytes(c.token_ids[:-1]).decode()
+    assert final.num_output_tokens == sum(len(c.token_ids) for c in final.outputs)
+    assert_no_leaks(eng)
+
+
+def test_n_with_max_tokens_1_finishes_every_completion_at_the_fork():
+    eng = engine()
+    out = finals_of(eng, [("r", PROMPT, SamplingParams(n=5, max_tokens=1, temperature=1.0, seed=1))])["r"]
+    assert [len(c.token_ids) for c in out.outputs] == [1] * 5 and out.num_output_tokens == 5
+    assert_no_leaks(eng)
+
+
+@pytest.mark.parametrize("when", ["prefill", "decode"])
+def test_aborting_an_n_request_frees_every_block(when):
+    eng = engine(max_num_batched_tokens=8)  # the prompt takes three chunks
+    eng.add_request("r", PROMPT, params=SamplingParams(n=3, max_tokens=50, temperature=0.8, seed=2))
+    eng.add_request("other", "x", params=SamplingParams(max_tokens=50, temperature=0))
+    for _ in range(1 if when == "prefill" else 6):
+        eng.step()
+    assert eng.block_manager.num_used_blocks > 0
+    final = eng.abort("r")
+    assert final.finished and [c.index for c in final.outputs] == [0, 1, 2]
+    assert all(c.finish_reason == "abort" for c in final.outputs)
+    if when == "decode":
+        assert all(c.token_ids for c in final.outputs)
+    eng.abort("other")
+    assert_no_leaks(eng)
+    assert not eng.has_unfinished_requests()
+
+
+def test_n_requests_under_preemption_match_an_unconstrained_run():
+    requests = [(f"r{i}", f"request {i} with a prompt", SamplingParams(n=1 + i % 3, max_tokens=10 + i,
+                                                                         temperature=0.7 * (i % 2), seed=i))
+                for i in range(6)]
+    big = finals_of(engine(num_kv_blocks=400), requests)
+    tight_eng = engine(num_kv_blocks=24, max_num_batched_tokens=16)
+    tight = finals_of(tight_eng, requests)
+    assert any(s.preempted for s in tight_eng.runner.steps) and tight_eng.runner.copies
+    for rid, out in big.items():
+        assert [c.token_ids for c in tight[rid].outputs] == [c.token_ids for c in out.outputs]
+    assert_no_leaks(tight_eng)
+
+
+def test_a_parent_yet_to_fork_holds_batch_slots_for_all_its_completions():
+    eng = engine(max_num_seqs=4)
+    finals = finals_of(eng, [("n3", PROMPT, SamplingParams(n=3, max_tokens=5, temperature=0)),
+                             *((f"s{i}", f"short {i}", SamplingParams(max_tokens=5, temperature=0)) for i in range(3))])
+    assert max(eng.runner.batch_seqs) <= 4 and len(finals) == 4
+    with pytest.raises(ValueError, match="n .* max_num_seqs"):
+        eng.add_request("too-many", "x", params=SamplingParams(n=5))
+
+
+def test_logprobs_ride_with_their_tokens_and_sum_to_the_cumulative_logprob():
+    eng = engine()
+    finals = finals_of(eng, [("lp", PROMPT, SamplingParams(n=2, max_tokens=5, temperature=1.0, seed=1, logprobs=2)),
+                             ("plain", PROMPT, SamplingParams(max_tokens=5, temperature=0)),
+                             ("ranked", PROMPT, SamplingParams(n=2, max_tokens=5, temperature=0))])
+    for c in finals["lp"].outputs:
+        assert [lp.token_id for lp in c.logprobs] == c.token_ids
+        assert all(len(lp.top) == 2 for lp in c.logprobs)
+        assert c.cumulative_logprob == pytest.approx(sum(lp.logprob for lp in c.logprobs))
+    plain = finals["plain"].outputs[0]
+    assert plain.logprobs is None and plain.cumulative_logprob is None
+    ranked = finals["ranked"].outputs  # n > 1 without logprobs: the sums only, for best_of
+    assert all(c.logprobs is None and c.cumulative_logprob < 0 for c in ranked)
+
+
+def test_min_tokens_holds_eos_and_stop_strings_off():
+    eng = engine(runner_kw={"reply": b"a.b"})  # then <eos>
+    finals = finals_of(eng, [("m", "q", SamplingParams(max_tokens=40, temperature=0, min_tokens=6, stop=["."])),
+                             ("s", "q", SamplingParams(max_tokens=40, temperature=0, stop=["."]))])
+    held = finals["m"].outputs[0]
+    assert len(held.token_ids) >= 6 and EOS not in held.token_ids[:6]
+    assert held.text.startswith("a.b")  # the "." came within min_tokens: not a stop
+    assert finals["s"].outputs[0].text == "a"
+
+
+def test_include_stop_str_in_output_and_skip_special_tokens():
+    eng = engine(runner_kw={"reply": b"Hello. Bye"})
+    finals = finals_of(eng, [
+        ("inc", "q", SamplingParams(max_tokens=40, temperature=0, stop=["."], include_stop_str_in_output=True)),
+        ("eos", "q", SamplingParams(max_tokens=40, temperature=0, skip_special_tokens=False,
+                                    include_stop_str_in_output=True))])
+    assert finals["inc"].outputs[0].text == "Hello."
+    assert finals["eos"].outputs[0].text == "Hello. Bye<eos>"  # the stop token's text, shown and kept

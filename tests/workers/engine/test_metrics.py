@@ -36,3 +36,15 @@ def test_two_engines_on_the_default_registry_do_not_collide():
     config = fake_config()
     LLMEngine(config, FakeRunner(config))
     LLMEngine(config, FakeRunner(config))
+
+
+def test_an_n_request_counts_its_prompt_once_and_every_completions_tokens():
+    registry = CollectorRegistry()
+    eng = engine(registry=registry)
+    eng.add_request("n", "hello there", params=SamplingParams(n=3, max_tokens=4, temperature=0.5, seed=1))
+    drain(eng)
+    text = generate_latest(registry).decode()
+    assert 'tollgate:generation_tokens_total{model_name="fake"} 12.0' in text
+    assert 'tollgate:prompt_tokens_total{model_name="fake"} 11.0' in text
+    assert 'tollgate:time_to_first_token_seconds_count{model_name="fake"} 1.0' in text
+    assert 'tollgate:e2e_request_latency_seconds_count{model_name="fake"} 1.0' in text

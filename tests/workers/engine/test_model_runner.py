@@ -28,7 +28,7 @@ def _step(runner, chunks: list[tuple[Sequence, int]]) -> tuple[list, torch.Tenso
     """Run one step of (sequence, num_new_tokens); advance the sequences like the scheduler would."""
     scheduled = [ScheduledSequence(seq, n) for seq, n in chunks]
     batch, logits = runner.forward(scheduled)
-    tokens = runner.sample(scheduled, batch, logits)
+    tokens = [t[0] if t else None for t in runner.sample(scheduled, batch, logits).sampled]
     for s, token in zip(scheduled, tokens):
         s.seq.num_computed_tokens += s.num_new_tokens
         if token is not None:
@@ -130,3 +130,19 @@ def test_decoder_stack_equals_layer_by_layer_decode(model_runner):
         model.decoder_stack = stack
     assert torch.allclose(with_stack, layer_by_layer, atol=1e-5, rtol=0)
     assert torch.equal(with_stack.argmax(dim=1), layer_by_layer.argmax(dim=1))
+
+
+def test_copy_blocks_copies_k_and_v_of_every_layer(model_runner):
+    src, dst, other = next(_free_blocks), next(_free_blocks), next(_free_blocks)
+    for cache in (model_runner.k_cache, model_runner.v_cache):
+        cache[:, :, src] = torch.randn(cache[:, :, src].shape)
+        cache[:, :, other] = torch.randn(cache[:, :, other].shape)
+    keep = model_runner.k_cache[:, :, other].clone()
+    # Chained: dst takes src's old KV even though src is overwritten in the same call.
+    want_dst = model_runner.k_cache[:, :, src].clone(), model_runner.v_cache[:, :, src].clone()
+    model_runner.copy_blocks([(src, dst), (other, src)])
+    assert torch.equal(model_runner.k_cache[:, :, dst], want_dst[0])
+    assert torch.equal(model_runner.v_cache[:, :, dst], want_dst[1])
+    assert torch.equal(model_runner.k_cache[:, :, src], keep)
+    with pytest.raises(ValueError, match="out of range"):
+        model_runner.copy_blocks([(0, model_runner.num_kv_blocks)])

@@ -4,6 +4,7 @@ import pytest
 from tests.workers.engine.fakes import EOS, FakeRunner, fake_config, next_printable
 from workers.engine.block_manager import BlockManager
 from workers.engine.scheduler import Scheduler
+from workers.engine.scheduler_output import ModelRunnerOutput
 from workers.engine.sequence import Sequence, SequenceStatus
 from workers.sampling_params import SamplingParams
 
@@ -162,10 +163,10 @@ def test_abort_frees_blocks_at_once_from_running_or_waiting():
     out = sched.schedule()
     sched.update(out, runner.execute(out))
     assert sched.block_manager.num_used_blocks > 0
-    assert sched.abort("a") is a and a.finish_reason == "abort"
+    assert sched.abort("a") == [a] and a.finish_reason == "abort"
     assert sched.block_manager.num_used_blocks == 0
-    assert sched.abort("b") is b and not sched.has_unfinished()
-    assert sched.abort("nope") is None
+    assert sched.abort("b") == [b] and not sched.has_unfinished()
+    assert sched.abort("nope") == []
 
 
 def test_duplicate_request_id_is_refused():
@@ -180,4 +181,61 @@ def test_runner_returning_the_wrong_count_is_an_error():
     sched.add(seq("x", 3))
     out = sched.schedule()
     with pytest.raises(RuntimeError, match="results"):
-        sched.update(out, [])
+        sched.update(out, ModelRunnerOutput([]))
+
+
+def test_the_first_sample_of_an_n_request_forks_children_sharing_its_blocks():
+    sched, runner = make(fake_config())
+    parent = seq("p", 6, max_tokens=3, n=3)
+    sched.add(parent)
+    out = sched.schedule()
+    assert [s.num_samples for s in out.scheduled] == [3]
+    sched.update(out, runner.execute(out))
+    children = out.forked
+    assert [c.index for c in children] == [1, 2] and sched.running == [parent, *children]
+    assert all(c.block_table == parent.block_table and c.num_computed_tokens == 6 for c in children)
+    assert all(c.num_output_tokens == 1 for c in [parent, *children])
+    bm = sched.block_manager
+    assert [bm.blocks[b].ref_count for b in parent.block_table] == [3, 3]
+    out = sched.schedule()  # every one writes into the shared partial block: two copy it first
+    assert [s.num_samples for s in out.scheduled] == [1, 1, 1] and len(out.blocks_to_copy) == 2
+    sched.update(out, runner.execute(out))
+    assert len({s.block_table[1] for s in [parent, *children]}) == 3
+    run(sched, runner)
+    assert "p" not in sched and bm.num_used_blocks == 0
+
+
+def test_a_preempted_child_recomputes_on_its_own():
+    sched, runner = make(fake_config(num_kv_blocks=5, max_num_batched_tokens=64))
+    parent = seq("p", 6, max_tokens=8, n=3)
+    sched.add(parent)
+    preempted = []
+    for _ in range(100):
+        if not sched.has_unfinished():
+            break
+        out = sched.schedule()
+        preempted += out.preempted
+        sched.update(out, runner.execute(out))
+    assert preempted and not sched.has_unfinished()  # the fake runner checked every KV slot read
+    assert sched.block_manager.num_used_blocks == 0
+
+
+def test_min_tokens_keeps_stop_tokens_from_ending_the_output():
+    sched, _ = make(fake_config())
+    s = seq("m", 3, max_tokens=5, min_tokens=2)
+    sched.add(s)
+    out = sched.schedule()
+    sched.update(out, ModelRunnerOutput([[EOS]]))  # a runner that did not mask: the scheduler holds on
+    assert not s.is_finished
+    out = sched.schedule()
+    sched.update(out, ModelRunnerOutput([[EOS]]))
+    assert not s.is_finished  # two out: not more than min_tokens yet
+    out = sched.schedule()
+    sched.update(out, ModelRunnerOutput([[EOS]]))
+    assert s.finish_reason == "stop"
+
+
+def test_n_larger_than_the_batch_is_refused():
+    sched, _ = make(fake_config(max_num_seqs=2))
+    with pytest.raises(ValueError, match="max_num_seqs"):
+        sched.add(seq("x", 3, n=3))

@@ -6,7 +6,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from gateway.api import admin, ops, v1
+from gateway.api import admin, ops, tokenize, v1
 from gateway.api.admin.cache import router as admin_cache
 from gateway.api.admin.routes import router as admin_routes
 from gateway.api.errors import install_error_handlers
@@ -43,6 +43,7 @@ def create_app(settings: Settings | None = None, *, backend: ModelBackend | None
     app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
     install_error_handlers(app)
     app.include_router(v1.router)
+    app.include_router(tokenize.router)
     app.include_router(ops.router)
     app.include_router(admin.router)
     app.include_router(admin_routes)

@@ -1,12 +1,13 @@
 """OpenAI wire shapes: requests are validated strictly (JSON types, no coercion of "5" to 5).
 
-Unknown top-level fields are rejected (400 naming the field): a typo such as `max_token`
-must not silently fall back to a default. Fields the SDK knows but we do not serve are
-accepted only at their neutral value (`logprobs: false`, `tools: []`, `presence_penalty: 0`,
-`response_format: {"type": "text"}`) and otherwise rejected with a 400 naming the param;
-bookkeeping fields (`metadata`, `store`, `service_tier`, `parallel_tool_calls`, `user`)
-are accepted and ignored. Nested objects the SDK grows over time (`stream_options`) ignore
-unknown keys.
+Unknown top-level fields are ignored, as vLLM's server does (tools written for vLLM send its extension
+fields, and other servers' too): the response names them in `x-tollgate-ignored-fields`. vLLM's extension
+sampling fields are served (`top_k`, `min_p`, `min_tokens`, `repetition_penalty`, `ignore_eos`,
+`stop_token_ids`, `skip_special_tokens`, `include_stop_str_in_output`, `stream_options.continuous_usage_stats`).
+Fields the SDK knows but we do not serve are accepted only at their neutral value (`tools: []`,
+`logit_bias: {}`, `echo: false`) and otherwise rejected with a 400 naming the param; bookkeeping fields
+(`metadata`, `store`, `service_tier`, `parallel_tool_calls`, `user`) are accepted and ignored. Nested
+objects the SDK grows over time (`stream_options`) ignore unknown keys.
 """
 from __future__ import annotations
 
@@ -14,19 +15,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+MAX_N = 16  # completions per request (the engine's bound)
+MAX_LOGPROBS = 20  # alternatives per token, as OpenAI's top_logprobs
+
 _NEUTRAL: dict[str, tuple[Any, ...]] = {
     # param -> values that mean "feature off"; anything else is a 400
-    "frequency_penalty": (None, 0, 0.0),
-    "presence_penalty": (None, 0, 0.0),
-    "logprobs": (None, False),
-    "top_logprobs": (None, 0),
     "logit_bias": (None, {}),
     "tools": (None, []),
     "functions": (None, []),
     "tool_choice": (None, "none", "auto"),
     "function_call": (None, "none", "auto"),
     "echo": (None, False),
-    "best_of": (None, 1),
     "suffix": (None, ""),
     "dimensions": (None,),
     "audio": (None,),
@@ -36,7 +35,8 @@ _NEUTRAL: dict[str, tuple[Any, ...]] = {
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    # extra="allow": unknown fields are kept aside (model_extra), never used, and reported back.
+    model_config = ConfigDict(extra="allow", strict=True)
 
     @model_validator(mode="after")
     def _unsupported(self) -> "_Request":
@@ -45,6 +45,11 @@ class _Request(BaseModel):
                 raise UnsupportedParam(name)
         return self
 
+    @property
+    def ignored_fields(self) -> list[str]:
+        """Top-level fields this server does not know, in the order sent."""
+        return list(self.model_extra or ())
+
 
 class UnsupportedParam(ValueError):
     def __init__(self, param: str) -> None:
@@ -52,9 +57,18 @@ class UnsupportedParam(ValueError):
         self.param = param
 
 
+class ParamError(ValueError):
+    """A value that only other fields make wrong: the 400 names `param`."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
 class StreamOptions(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
     include_usage: bool | None = None
+    continuous_usage_stats: bool | None = None  # vLLM: usage (so far) on every chunk
 
 
 class TextPart(BaseModel):
@@ -78,24 +92,33 @@ class _Sampling(_Request):
     max_tokens: int | None = Field(None, ge=1)
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
-    n: int | None = None
+    n: int | None = Field(None, ge=1, le=MAX_N)
     stream: bool | None = None
     stream_options: StreamOptions | None = None
     stop: str | list[str] | None = None
-    seed: int | None = None
+    seed: int | None = Field(None, ge=-(2**63), lt=2**64)
     user: str | None = None
-    frequency_penalty: float | None = None
-    presence_penalty: float | None = None
+    frequency_penalty: float | None = Field(None, ge=-2, le=2)
+    presence_penalty: float | None = Field(None, ge=-2, le=2)
     logit_bias: dict[str, float] | None = None
     metadata: dict[str, str] | None = None
     store: bool | None = None
     service_tier: str | None = None
+    # vLLM's extension fields (sent through the SDK's extra_body).
+    top_k: int | None = Field(None, ge=-1)
+    min_p: float | None = Field(None, ge=0, le=1)
+    min_tokens: int | None = Field(None, ge=0)
+    repetition_penalty: float | None = Field(None, gt=0, le=100)
+    ignore_eos: bool | None = None
+    stop_token_ids: list[int] | None = Field(None, max_length=64)
+    skip_special_tokens: bool | None = None
+    include_stop_str_in_output: bool | None = None
 
-    @field_validator("n")
+    @field_validator("stop_token_ids")
     @classmethod
-    def _one(cls, v: int | None) -> int | None:
-        if v is not None and v != 1:
-            raise ValueError("only n=1 is supported")
+    def _token_ids(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None and any(t < 0 for t in v):
+            raise ValueError("stop_token_ids must be non-negative token ids")
         return v
 
     @field_validator("stop")
@@ -113,12 +136,25 @@ class _Sampling(_Request):
     def include_usage(self) -> bool:
         return bool(self.stream_options and self.stream_options.include_usage)
 
+    @property
+    def continuous_usage(self) -> bool:
+        return bool(self.stream_options and self.stream_options.continuous_usage_stats)
+
+    def engine_sampling(self) -> dict[str, Any]:
+        """The engine's sampling fields this request sets (GenerationRequest / SamplingParams names)."""
+        fields = {"n": self.n, "presence_penalty": self.presence_penalty, "frequency_penalty": self.frequency_penalty,
+                  "top_k": self.top_k, "min_p": self.min_p, "min_tokens": self.min_tokens,
+                  "repetition_penalty": self.repetition_penalty, "ignore_eos": self.ignore_eos,
+                  "stop_token_ids": self.stop_token_ids, "skip_special_tokens": self.skip_special_tokens,
+                  "include_stop_str_in_output": self.include_stop_str_in_output}
+        return {k: v for k, v in fields.items() if v is not None}
+
 
 class ChatCompletionRequest(_Sampling):
     messages: list[ChatMessage] = Field(min_length=1)
     max_completion_tokens: int | None = Field(None, ge=1)
     logprobs: bool | None = None
-    top_logprobs: int | None = None
+    top_logprobs: int | None = Field(None, ge=0, le=MAX_LOGPROBS)
     tools: list[dict] | None = None
     tool_choice: str | dict | None = None
     parallel_tool_calls: bool | None = None
@@ -137,6 +173,17 @@ class ChatCompletionRequest(_Sampling):
             raise UnsupportedParam("response_format")
         return v
 
+    @model_validator(mode="after")
+    def _top_logprobs_need_logprobs(self) -> "ChatCompletionRequest":
+        if self.top_logprobs and not self.logprobs:
+            raise ParamError("top_logprobs", "top_logprobs requires logprobs: true")
+        return self
+
+    @property
+    def logprobs_k(self) -> int | None:
+        """The engine's logprobs: None (off) or the number of alternatives per token."""
+        return (self.top_logprobs or 0) if self.logprobs else None
+
     @property
     def token_limit(self) -> int | None:
         return self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens
@@ -150,10 +197,22 @@ class ChatCompletionRequest(_Sampling):
 class CompletionRequest(_Sampling):
     prompt: str | list[str]
     max_tokens: int | None = Field(16, ge=1)  # OpenAI's default for completions
-    logprobs: int | None = None
+    logprobs: int | None = Field(None, ge=0, le=MAX_LOGPROBS)
     echo: bool | None = None
-    best_of: int | None = None
+    best_of: int | None = Field(None, ge=1, le=MAX_N)  # generate this many, return the n most likely
     suffix: str | None = None
+
+    @model_validator(mode="after")
+    def _best_of(self) -> "CompletionRequest":
+        if self.best_of is not None and self.best_of < (self.n or 1):
+            raise ParamError("best_of", "best_of must be at least n")
+        if self.best_of is not None and self.best_of > (self.n or 1) and self.stream:
+            raise ParamError("best_of", "best_of greater than n cannot be streamed")
+        return self
+
+    @property
+    def logprobs_k(self) -> int | None:
+        return self.logprobs
 
     @field_validator("prompt")
     @classmethod
@@ -206,11 +265,32 @@ class AssistantMessage(BaseModel):
     content: str
 
 
+class TopLogprob(BaseModel):
+    token: str
+    logprob: float
+    bytes: list[int] | None = None
+
+
+class ChatTokenLogprob(TopLogprob):
+    top_logprobs: list[TopLogprob]
+
+
+class ChatLogprobs(BaseModel):
+    content: list[ChatTokenLogprob] | None
+
+
+class CompletionLogprobs(BaseModel):
+    tokens: list[str]
+    token_logprobs: list[float]
+    top_logprobs: list[dict[str, float]] | None
+    text_offset: list[int]
+
+
 class ChatChoice(BaseModel):
     index: int = 0
     message: AssistantMessage
     finish_reason: str | None
-    logprobs: None = None
+    logprobs: ChatLogprobs | None = None
 
 
 class ChatCompletion(BaseModel):
@@ -232,7 +312,7 @@ class ChunkChoice(BaseModel):
     index: int = 0
     delta: Delta
     finish_reason: str | None = None
-    logprobs: None = None
+    logprobs: ChatLogprobs | None = None
 
 
 class ChatCompletionChunk(BaseModel):
@@ -249,7 +329,7 @@ class CompletionChoice(BaseModel):
     index: int = 0
     text: str
     finish_reason: str | None
-    logprobs: None = None
+    logprobs: CompletionLogprobs | None = None
 
 
 class Completion(BaseModel):

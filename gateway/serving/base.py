@@ -40,30 +40,77 @@ class VersionInfo:
 
 @dataclass(slots=True)
 class GenerationRequest:
+    """A generation as the engine takes it: the sampling fields are workers.SamplingParams' own (the Ray
+    replica builds its SamplingParams from this, sent as a dict; workers/serve/protocol.py)."""
+
     request_id: str
     version: str
     prompt: str | None = None  # exactly one of prompt / messages
     messages: list[dict] | None = None
+    n: int = 1
     max_tokens: int = 16
+    min_tokens: int = 0
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
+    stop_token_ids: list[int] = field(default_factory=list)
     ignore_eos: bool = False
+    skip_special_tokens: bool = True
+    include_stop_str_in_output: bool = False
+    logprobs: int | None = None  # None: off; k: each token's logprob and its k likeliest alternatives
     # Opaque, per tenant: the engine's prefix cache reuses blocks only between requests with the
     # same salt (past any operator-declared public prefix). Never the tenant's identity.
     cache_salt: str | None = None
 
 
+@dataclass(slots=True, frozen=True)
+class TokenLogprob:
+    token_id: int
+    logprob: float
+    top: tuple[tuple[int, float], ...] = ()  # (token_id, logprob), likeliest first
+
+
+@dataclass(slots=True)
+class CompletionDelta:
+    """What one of the n completions gained in a chunk."""
+
+    index: int
+    text: str
+    token_ids: list[int]
+    finish_reason: str | None = None  # set on this completion's last delta
+    logprobs: list[TokenLogprob] | None = None  # aligned with token_ids, when asked for
+    cumulative_logprob: float | None = None  # running sum (not a delta): best_of picks by it
+
+
 @dataclass(slots=True)
 class GenerationChunk:
-    text: str  # new text since the previous chunk
-    token_ids: list[int]  # new token ids since the previous chunk
+    text: str  # completion 0's new text since the previous chunk
+    token_ids: list[int]  # completion 0's new token ids since the previous chunk
     prompt_tokens: int
-    completion_tokens: int  # cumulative
+    completion_tokens: int  # cumulative, summed over the n completions
     cached_tokens: int  # prompt tokens served from the engine's prefix cache
-    finish_reason: str | None = None  # "stop" | "length" | "abort" on the last chunk
+    finish_reason: str | None = None  # completion 0's, on the request's last chunk (all n finished)
+    completions: list[CompletionDelta] = field(default_factory=list)  # every completion with news
+
+    @classmethod
+    def from_wire(cls, raw: dict) -> GenerationChunk:
+        """From a replica's chunk dict (workers/serve/protocol.py)."""
+        completions = [CompletionDelta(
+            c["index"], c["text"], list(c["token_ids"]), c["finish_reason"],
+            None if c.get("logprobs") is None else [
+                TokenLogprob(lp["token_id"], lp["logprob"], tuple((t, v) for t, v in lp["top"]))
+                for lp in c["logprobs"]],
+            c.get("cumulative_logprob")) for c in raw.get("completions") or ()]
+        if not completions and (raw["text"] or raw["token_ids"] or raw["finish_reason"]):
+            completions = [CompletionDelta(0, raw["text"], list(raw["token_ids"]), raw["finish_reason"])]
+        return cls(raw["text"], list(raw["token_ids"]), raw["prompt_tokens"], raw["completion_tokens"],
+                   raw["cached_tokens"], raw["finish_reason"], completions)
 
 
 @runtime_checkable
@@ -82,6 +129,19 @@ class ModelBackend(Protocol):
     def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationChunk]:
         """Stream a generation. Closing the iterator early (client gone) aborts it in the
         engine and frees its KV blocks. ValueError for bad parameters (a 400)."""
+        ...
+
+    def token_texts(self, version: str, token_ids: list[int]) -> list[str]:
+        """Each token's own text (special tokens spelled out), for logprobs."""
+        ...
+
+    def tokenize(self, version: str, *, prompt: str | None = None, messages: list[dict] | None = None,
+                 add_generation_prompt: bool = True) -> list[int]:
+        """The prompt's token ids (chat-templated messages); ValueError on bad input."""
+        ...
+
+    def detokenize(self, version: str, token_ids: list[int]) -> str:
+        """The text of token ids; ValueError for ids outside the vocabulary."""
         ...
 
     async def health(self) -> dict[str, bool]:

@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import asdict
 
 from gateway.catalogue import Catalogue
 from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, TenantQueueFull, VersionInfo,
                                   VersionOverloaded, VersionUnavailable)
 from workers.config import EngineConfig
 from workers.engine.async_engine import AsyncEngine, EngineDeadError, EngineOverloaded
-from workers.sampling_params import SamplingParams
+from workers.serve.protocol import ChunkWriter, sampling_params
 
 
 class InProcessBackend:
@@ -52,20 +53,16 @@ class InProcessBackend:
 
     async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationChunk]:
         engine = self._engine(request.version)
-        params = SamplingParams(max_tokens=request.max_tokens, temperature=request.temperature,
-                                top_p=request.top_p, top_k=request.top_k, seed=request.seed,
-                                stop=list(request.stop), ignore_eos=request.ignore_eos)
+        wire = asdict(request)
+        params = sampling_params(wire)  # ValueError naming the field: a 400
         outputs = engine.generate(request.request_id, request.prompt, messages=request.messages, params=params,
                                   cache_salt=request.cache_salt)
+        chunk = ChunkWriter()  # the replica's chunk format, so both backends hand the gateway the same
         started = False
         try:
             async for out in outputs:
                 started = True
-                delta = out.outputs[0]
-                yield GenerationChunk(text=delta.text, token_ids=list(delta.token_ids),
-                                      prompt_tokens=out.num_prompt_tokens,
-                                      completion_tokens=out.num_output_tokens,
-                                      cached_tokens=out.num_cached_tokens, finish_reason=delta.finish_reason)
+                yield GenerationChunk.from_wire(chunk(out))
         except EngineDeadError as e:
             # Before the first token another version may still serve it; after, the stream is broken.
             raise (GenerationFailed if started else VersionUnavailable)(f"{request.version}: {e}") from e
@@ -73,6 +70,17 @@ class InProcessBackend:
             raise (TenantQueueFull if e.scope == "tenant" else VersionOverloaded)(f"{request.version}: {e}") from e
         finally:
             await outputs.aclose()  # the client left early: the engine aborts and frees its blocks
+
+    def token_texts(self, version: str, token_ids: list[int]) -> list[str]:
+        tokenizer = self._engine(version).tokenizer
+        return [tokenizer.decode([t], skip_special_tokens=False) for t in token_ids]
+
+    def tokenize(self, version: str, *, prompt: str | None = None, messages: list[dict] | None = None,
+                 add_generation_prompt: bool = True) -> list[int]:
+        return self._engine(version).inputs.tokenize(prompt, messages, add_generation_prompt=add_generation_prompt)
+
+    def detokenize(self, version: str, token_ids: list[int]) -> str:
+        return self._engine(version).inputs.detokenize(token_ids)
 
     async def health(self) -> dict[str, bool]:
         return {name: engine.is_running for name, engine in self._engines.items()}

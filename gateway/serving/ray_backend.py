@@ -23,7 +23,7 @@ from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationR
 from gateway.settings import Settings
 from workers.engine.async_engine import EngineOverloaded
 from workers.engine.input_processor import InputProcessor
-from workers.sampling_params import SamplingParams
+from workers.serve.protocol import sampling_params
 from workers.serve.app import app_name, deploy, versions_from_catalogue
 from workers.serve.config import VersionServeConfig
 from workers.serve.health import VersionHealth
@@ -32,7 +32,6 @@ from workers.serve.tokenizer import load_tokenizer
 
 log = logging.getLogger(__name__)
 
-_CHUNK_FIELDS = ("text", "token_ids", "prompt_tokens", "completion_tokens", "cached_tokens", "finish_reason")
 
 
 class ReplicaLost(GenerationFailed):
@@ -70,7 +69,7 @@ class RayServeBackend:
             kw = {"address": self._settings.ray_address} if self._settings.ray_address else {
                 "num_cpus": self._settings.ray_num_cpus, "include_dashboard": False}
             ray.init(namespace=self._settings.ray_namespace, **kw)
-            self._started_ray = True
+            self._started_ray = not self._settings.ray_address  # a joined cluster, and its pool, outlive us
         configs = list(self._configs.values())
         if self._settings.ray_deploy:
             self._handles = await asyncio.to_thread(deploy, configs)
@@ -112,6 +111,25 @@ class RayServeBackend:
             raise VersionUnavailable(f"version {version!r} is not deployed")
         return len(inputs.tokenize(prompt, messages))
 
+    def token_texts(self, version: str, token_ids: list[int]) -> list[str]:
+        inputs = self._inputs.get(version)
+        if inputs is None:
+            raise VersionUnavailable(f"version {version!r} is not deployed")
+        return [inputs.tokenizer.decode([t], skip_special_tokens=False) for t in token_ids]
+
+    def tokenize(self, version: str, *, prompt: str | None = None, messages: list[dict] | None = None,
+                 add_generation_prompt: bool = True) -> list[int]:
+        return self._inputs_of(version).tokenize(prompt, messages, add_generation_prompt=add_generation_prompt)
+
+    def detokenize(self, version: str, token_ids: list[int]) -> str:
+        return self._inputs_of(version).detokenize(token_ids)
+
+    def _inputs_of(self, version: str) -> InputProcessor:
+        inputs = self._inputs.get(version)
+        if inputs is None:
+            raise VersionUnavailable(f"version {version!r} is not deployed")
+        return inputs
+
     async def health(self) -> dict[str, bool]:
         await self._refresh_health()
         return self._health.snapshot()
@@ -149,7 +167,7 @@ class RayServeBackend:
         chunks = self.stream_raw(request, prefix_key=key)
         try:
             async for raw in chunks:
-                yield GenerationChunk(**{k: raw[k] for k in _CHUNK_FIELDS})
+                yield GenerationChunk.from_wire(raw)
         finally:
             await chunks.aclose()  # the caller left early: cancel the replica's generation now
 
@@ -159,11 +177,10 @@ class RayServeBackend:
         handle = self._handles.get(version)
         if handle is None:
             raise VersionUnavailable(f"version {version!r} is not deployed")
-        SamplingParams(max_tokens=request.max_tokens, temperature=request.temperature, top_p=request.top_p,
-                       top_k=request.top_k, seed=request.seed, stop=list(request.stop))  # ValueError: a 400
+        payload = asdict(request)
+        sampling_params(payload)  # ValueError naming the field: a 400, before a replica is bothered
         if not self._health.healthy(version):
             raise VersionUnavailable(f"version {version!r} has no ready replica")
-        payload = asdict(request)
         gen = handle.options(stream=True).generate.remote(payload, prefix_key=prefix_key)
         deadline = time.monotonic() + self._settings.request_timeout_s
         sent = prompt_tokens = 0

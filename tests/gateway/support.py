@@ -109,6 +109,19 @@ class CannedBackend:
                             messages: list[dict] | None = None) -> int:
         return self._count(prompt, messages)
 
+    def token_texts(self, version: str, token_ids: list[int]) -> list[str]:
+        return [chr(t) if 32 <= t < 0x110000 else "" for t in token_ids]
+
+    def tokenize(self, version: str, *, prompt: str | None = None, messages: list[dict] | None = None,
+                 add_generation_prompt: bool = True) -> list[int]:
+        text = prompt if prompt is not None else "".join(m["content"] for m in messages or [])
+        return [ord(c) for c in text]
+
+    def detokenize(self, version: str, token_ids: list[int]) -> str:
+        if any(not 0 <= t < 0x110000 for t in token_ids):
+            raise ValueError("token ids must be code points")
+        return "".join(chr(t) for t in token_ids)
+
     @staticmethod
     def _count(prompt: str | None, messages: list[dict] | None) -> int:
         text = prompt if prompt is not None else "".join(m["content"] for m in messages or [])

@@ -94,6 +94,11 @@ class AsyncEngine:
     def is_running(self) -> bool:
         return self.is_healthy and self._thread is not None and self._thread.is_alive()
 
+    @property
+    def inputs(self):
+        """The engine's InputProcessor: stateless (tokenizer and limits), safe to call on the event loop."""
+        return self._engine.input_processor
+
     def count_prompt_tokens(self, prompt: str | list[int] | None = None, messages: list[dict] | None = None) -> int:
         """Tokens the prompt (or chat-templated messages) takes; ValueError on bad input."""
         return len(self._engine.input_processor.tokenize(prompt, messages))

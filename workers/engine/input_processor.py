@@ -20,6 +20,8 @@ class PromptTokenizer(Protocol):
 
     def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True) -> list[int]: ...
 
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str: ...
+
 
 class InputProcessor:
     def __init__(self, tokenizer: PromptTokenizer, *, max_model_len: int, kv_capacity_tokens: int,
@@ -33,10 +35,12 @@ class InputProcessor:
         # Token ids of the operator's public prefixes, longest first (the longest match wins).
         self.public_prefixes = sorted((self._prefix_ids(p) for p in shared_prefixes), key=len, reverse=True)
 
-    def tokenize(self, prompt: str | list[int] | None = None, messages: list[dict] | None = None) -> list[int]:
+    def tokenize(self, prompt: str | list[int] | None = None, messages: list[dict] | None = None, *,
+                 add_generation_prompt: bool = True) -> list[int]:
         if (prompt is None) == (messages is None):
             raise ValueError("prompt: give exactly one of prompt or messages")
-        ids = self._tokenize_messages(messages) if messages is not None else self._tokenize_prompt(prompt)
+        ids = self._tokenize_messages(messages, add_generation_prompt) if messages is not None \
+            else self._tokenize_prompt(prompt)
         self._check_length(ids)
         return ids
 
@@ -83,7 +87,7 @@ class InputProcessor:
             raise ValueError(f"prompt token ids must be integers in [0, {vocab})")
         return list(prompt)
 
-    def _tokenize_messages(self, messages: object) -> list[int]:
+    def _tokenize_messages(self, messages: object, add_generation_prompt: bool = True) -> list[int]:
         if not isinstance(messages, list) or not messages:
             raise ValueError("messages must be a non-empty list")
         for i, m in enumerate(messages):
@@ -92,13 +96,20 @@ class InputProcessor:
             if not isinstance(m.get("content"), str):
                 raise ValueError(f"messages[{i}] must have a string 'content'")
         try:
-            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+            ids = self.tokenizer.apply_chat_template(messages, add_generation_prompt=add_generation_prompt)
         except (TemplateError, KeyError, TypeError, ValueError) as exc:
             # The template itself refuses the conversation (e.g. an unknown role).
             raise ValueError(f"messages: the chat template rejected them: {exc}") from exc
         if not ids:
             raise ValueError("messages rendered to an empty prompt")
         return list(ids)
+
+    def detokenize(self, token_ids: list[int]) -> str:
+        """The text of token ids (special tokens spelled out); ValueError for an id outside the vocabulary."""
+        vocab = self.tokenizer.vocab_size
+        if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab for t in token_ids):
+            raise ValueError(f"token ids must be integers in [0, {vocab})")
+        return self.tokenizer.decode(list(token_ids), skip_special_tokens=False)
 
     def _check_length(self, ids: list[int]) -> None:
         if len(ids) > self.max_model_len:

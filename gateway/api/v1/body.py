@@ -1,16 +1,17 @@
 """Request bodies, parsed by us rather than by FastAPI so every mistake is a 400 naming its param.
 
-The size limit is enforced before this runs (RequestContextMiddleware)."""
+The size limit is enforced before this runs (RequestContextMiddleware). FastAPI cannot see these
+bodies, so each route declares its model's schema itself (`documented`) for /openapi.json."""
 from __future__ import annotations
 
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 from pydantic import BaseModel, ValidationError
 
 from gateway.api.errors import APIError, invalid_request
 from gateway.schemas.openai import (ChatCompletionRequest, CompletionRequest, EmbeddingRequest,
-                                    UnsupportedParam)
+                                    ParamError, UnsupportedParam)
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -29,6 +30,8 @@ def _to_api_error(e: ValidationError) -> APIError:
     cause = (first.get("ctx") or {}).get("error")
     if isinstance(cause, UnsupportedParam):
         return invalid_request(str(cause), param=cause.param, code="unsupported_parameter")
+    if isinstance(cause, ParamError):
+        return invalid_request(f"{cause.param}: {cause}", param=cause.param)
     if first["type"] == "json_invalid":
         return invalid_request(f"We could not parse the JSON body of your request: {first['msg']}")
     param = ".".join(str(p) for p in first["loc"]) or None
@@ -36,6 +39,26 @@ def _to_api_error(e: ValidationError) -> APIError:
         return invalid_request("The request body must be a JSON object.")
     msg = first["msg"].removeprefix("Value error, ")
     return invalid_request(f"{param}: {msg}" if param else msg, param=param)
+
+
+def documented(model: type[BaseModel]) -> dict[str, Any]:
+    """`openapi_extra` for a route whose body `parse` reads: the model's JSON schema as its request body."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": _inline(schema, defs)}}}}
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    # The document has no components for these models, so a "#/$defs/..." reference could not resolve.
+    if isinstance(node, dict):
+        ref = node.get("$ref", "")
+        rest = {k: _inline(v, defs) for k, v in node.items() if k != "$ref" or not ref.startswith("#/$defs/")}
+        if ref.startswith("#/$defs/"):
+            return {**_inline(defs[ref.removeprefix("#/$defs/")], defs), **rest}
+        return rest
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node
 
 
 def _body(model: type[M]):

@@ -15,11 +15,13 @@ from dataclasses import dataclass
 
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from gateway.api.v1.pipeline.choices import Choice
 from gateway.api.v1.pipeline.respond import Format, Keep, headers, sse_event
 from gateway.api.v1.pipeline.run import Run
 from gateway.cache import CacheLookup, CacheRequest, SemanticCache, TenantCachePolicy
 from gateway.cache.from_chat import cache_request, tenant_policy
 from gateway.schemas.openai import ChatCompletionRequest
+from gateway.serving.base import CompletionDelta
 from gateway.services import Services
 
 log = logging.getLogger("tollgate.cache")
@@ -89,7 +91,7 @@ def replay(run: Run, fmt_factory: Callable[[Run], Format], lookup: CacheLookup):
         return StreamingResponse(_replay_sse(run, fmt, answer.text, answer.finish_reason),
                                  media_type="text/event-stream", headers={**headers(run), "cache-control": "no-cache"})
     try:
-        body = fmt.complete(answer.text, answer.finish_reason).model_dump(mode="json")
+        body = fmt.complete([Choice(0, [answer.text], finish_reason=answer.finish_reason)]).model_dump(mode="json")
     except BaseException:
         run.finish("error")
         raise
@@ -105,7 +107,8 @@ async def _replay_sse(run: Run, fmt: Format, text: str, finish_reason: str):
             yield sse_event(opening)
         pieces = _WORDS.findall(text) or [""]
         for i, piece in enumerate(pieces):
-            yield sse_event(fmt.delta(piece, finish_reason if i == len(pieces) - 1 else None))
+            last = i == len(pieces) - 1
+            yield sse_event(fmt.delta([CompletionDelta(0, piece, [], finish_reason if last else None)], None))
         status = "ok"
         if run.job.include_usage:
             yield sse_event(fmt.usage_chunk())

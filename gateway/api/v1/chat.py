@@ -6,16 +6,20 @@ import time
 from fastapi import APIRouter, Request
 
 from gateway.api.deps import TenantDep
-from gateway.api.v1.body import ChatBody
-from gateway.api.v1.cached import consult, keeper, replay
+from gateway.api.v1.body import ChatBody, documented
+from gateway.api.v1.cached import CacheStep, consult, keeper, replay
+from gateway.api.v1.logprobs import chat_logprobs
 from gateway.api.v1.headers import PinHeader, SessionHeader
 from gateway.api.v1.pipeline.admit import admit
 from gateway.api.v1.pipeline.job import Job
+from gateway.api.v1.pipeline.choices import Choice
 from gateway.api.v1.pipeline.respond import respond, response_id, status_of
 from gateway.api.v1.pipeline.run import Run
+from gateway.cache import CacheLookup
+from gateway.serving.base import CompletionDelta
 from gateway.services import AppServices
 from gateway.schemas.openai import (AssistantMessage, ChatChoice, ChatCompletion, ChatCompletionChunk,
-                                    ChunkChoice, Delta)
+                                    ChatCompletionRequest, ChunkChoice, Delta, Usage)
 
 router = APIRouter()
 
@@ -28,27 +32,36 @@ class ChatFormat:
         return ChatCompletionChunk(id=self.id, created=self.created, model=self.run.served_as, choices=choices,
                                    usage=usage)
 
-    def opening(self) -> ChatCompletionChunk:
-        return self._chunk([ChunkChoice(delta=Delta(role="assistant", content=""))])
+    def _texts(self, token_ids: list[int]) -> list[str]:
+        return self.run.svc.backend.token_texts(self.run.version, token_ids)
 
-    def delta(self, text: str, finish_reason: str | None) -> ChatCompletionChunk:
-        return self._chunk([ChunkChoice(delta=Delta(content=text or None), finish_reason=finish_reason)])
+    def opening(self) -> ChatCompletionChunk:
+        return self._chunk([ChunkChoice(index=i, delta=Delta(role="assistant", content=""))
+                            for i in range(self.run.job.n)])
+
+    def delta(self, deltas: list[CompletionDelta], usage: Usage | None) -> ChatCompletionChunk:
+        return self._chunk([ChunkChoice(index=d.index, delta=Delta(content=d.text or None), finish_reason=d.finish_reason,
+                                        logprobs=chat_logprobs(d.logprobs, self._texts)) for d in deltas], usage)
 
     def usage_chunk(self) -> ChatCompletionChunk:
         return self._chunk([], usage=self.run.usage())
 
-    def complete(self, text: str, finish_reason: str | None) -> ChatCompletion:
+    def complete(self, choices: list[Choice]) -> ChatCompletion:
         return ChatCompletion(id=self.id, created=self.created, model=self.run.served_as, usage=self.run.usage(),
-                              choices=[ChatChoice(message=AssistantMessage(content=text), finish_reason=finish_reason)])
+                              choices=[ChatChoice(index=c.index, message=AssistantMessage(content=c.text),
+                                                  finish_reason=c.finish_reason,
+                                                  logprobs=chat_logprobs(c.logprobs, self._texts)) for c in choices])
 
 
-@router.post("/chat/completions")
+@router.post("/chat/completions", openapi_extra=documented(ChatCompletionRequest))
 async def chat_completions(principal: TenantDep, body: ChatBody, services: AppServices, request: Request,
                            pin: PinHeader = None, session: SessionHeader = None):
     """Create a chat completion, whole or streamed as SSE; replayed from the semantic cache on a hit."""
-    run = await admit(services, principal, request.state.request_id, Job.from_chat(body), pin=pin, session=session)
-    try:
-        step = await consult(services, principal, body, run)  # after admission: limits first, embedding second
+    job = Job.from_chat(body)
+    run = await admit(services, principal, request.state.request_id, job, pin=pin, session=session)
+    try:  # after admission: limits first, embedding second; only a plain single answer can be cached
+        step = await consult(services, principal, body, run) if job.cacheable else CacheStep(
+            CacheLookup("bypass", reason="parameters"))
     except BaseException as e:  # the client left during the lookup: release what the run holds
         run.finish(status_of(e))
         raise

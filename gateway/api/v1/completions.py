@@ -6,14 +6,17 @@ import time
 from fastapi import APIRouter, Request
 
 from gateway.api.deps import TenantDep
-from gateway.api.v1.body import CompletionBody
+from gateway.api.v1.body import CompletionBody, documented
 from gateway.api.v1.headers import PinHeader, SessionHeader
 from gateway.api.v1.pipeline.admit import admit
 from gateway.api.v1.pipeline.job import Job
+from gateway.api.v1.logprobs import completion_logprobs
+from gateway.api.v1.pipeline.choices import Choice
 from gateway.api.v1.pipeline.respond import respond, response_id
 from gateway.api.v1.pipeline.run import Run
 from gateway.services import AppServices
-from gateway.schemas.openai import Completion, CompletionChoice
+from gateway.schemas.openai import Completion, CompletionChoice, CompletionRequest, Usage
+from gateway.serving.base import CompletionDelta
 
 router = APIRouter()
 
@@ -21,25 +24,36 @@ router = APIRouter()
 class CompletionFormat:
     def __init__(self, run: Run) -> None:
         self.run, self.id, self.created = run, response_id(run, "cmpl"), int(time.time())
+        self._offsets: dict[int, int] = {}  # per completion: text streamed so far (text_offset's origin)
 
-    def _make(self, text: str, finish_reason: str | None, *, usage=None, choices: bool = True) -> Completion:
-        return Completion(id=self.id, created=self.created, model=self.run.served_as, usage=usage,
-                          choices=[CompletionChoice(text=text, finish_reason=finish_reason)] if choices else [])
+    def _make(self, choices: list[CompletionChoice], *, usage=None) -> Completion:
+        return Completion(id=self.id, created=self.created, model=self.run.served_as, usage=usage, choices=choices)
+
+    def _texts(self, token_ids: list[int]) -> list[str]:
+        return self.run.svc.backend.token_texts(self.run.version, token_ids)
 
     def opening(self) -> None:
         return None  # text completions have no role chunk
 
-    def delta(self, text: str, finish_reason: str | None) -> Completion:
-        return self._make(text, finish_reason)
+    def delta(self, deltas: list[CompletionDelta], usage: Usage | None) -> Completion:
+        choices = []
+        for d in deltas:
+            offset = self._offsets.get(d.index, 0)
+            self._offsets[d.index] = offset + len(d.text)
+            choices.append(CompletionChoice(index=d.index, text=d.text, finish_reason=d.finish_reason,
+                                            logprobs=completion_logprobs(d.logprobs, self._texts, offset)))
+        return self._make(choices, usage=usage)
 
     def usage_chunk(self) -> Completion:
-        return self._make("", None, usage=self.run.usage(), choices=False)
+        return self._make([], usage=self.run.usage())
 
-    def complete(self, text: str, finish_reason: str | None) -> Completion:
-        return self._make(text, finish_reason, usage=self.run.usage())
+    def complete(self, choices: list[Choice]) -> Completion:
+        return self._make([CompletionChoice(index=c.index, text=c.text, finish_reason=c.finish_reason,
+                                            logprobs=completion_logprobs(c.logprobs, self._texts))
+                           for c in choices], usage=self.run.usage())
 
 
-@router.post("/completions")
+@router.post("/completions", openapi_extra=documented(CompletionRequest))
 async def completions(principal: TenantDep, body: CompletionBody, services: AppServices, request: Request,
                       pin: PinHeader = None, session: SessionHeader = None):
     """Create a text completion, whole or streamed as server-sent events."""

@@ -10,11 +10,11 @@ from fastapi import APIRouter, Request, Response
 
 from gateway.api.deps import TenantDep, key_allows_model
 from gateway.api.errors import model_not_found, no_capacity, permission_denied
-from gateway.api.v1.body import EmbeddingBody
+from gateway.api.v1.body import EmbeddingBody, documented
 from gateway.api.v1.pipeline.admit import reserve_tokens
 from gateway.api.v1.pipeline.respond import status_of
 from gateway.api.v1.pipeline.run import Run
-from gateway.schemas.openai import Embedding, EmbeddingList, Usage
+from gateway.schemas.openai import Embedding, EmbeddingList, EmbeddingRequest, Usage
 from gateway.services import AppServices
 
 router = APIRouter()
@@ -23,7 +23,7 @@ router = APIRouter()
 _MARKERS_PER_TEXT = 2
 
 
-@router.post("/embeddings")
+@router.post("/embeddings", openapi_extra=documented(EmbeddingRequest))
 async def create_embeddings(principal: TenantDep, body: EmbeddingBody, services: AppServices,
                             request: Request, response: Response) -> EmbeddingList:
     """Embed one text or a list of texts."""

@@ -77,7 +77,7 @@ async def admit(svc: Services, principal, request_id: str, job: Job, *, pin: str
         run.prompt_tokens = counted if counted is not None else await count_prompt(svc, chosen.counting, job)
         run.max_tokens = max_tokens(job, run.prompt_tokens, chosen.max_model_len, svc.settings.default_max_tokens)
         # Hold only the real worst case from here on: concurrent requests of the tenant see the true room.
-        await svc.limiter.shrink(run.reservation, run.prompt_tokens + run.max_tokens)
+        await svc.limiter.shrink(run.reservation, run.prompt_tokens + run.max_tokens * job.generated)
     except BaseException as e:
         run.finish("refused" if isinstance(e, APIError) else "aborted")  # nothing produced: all goes back
         raise
@@ -86,9 +86,10 @@ async def admit(svc: Services, principal, request_id: str, job: Job, *, pin: str
 
 async def reserve(svc: Services, principal, request_id: str, job: Job, chosen: Route, prompt_tokens: int,
                   started: float) -> Run:
-    """Charge one request and the worst case (prompt + max_tokens) against RPM, TPM and the month's budget.
+    """Charge one request and the worst case (prompt + max_tokens for each completion generated) against RPM,
+    TPM and the month's budget.
     A stream may start on less budget (at least its prompt and one token) and meter the rest."""
-    est = prompt_tokens + min(job.max_tokens or svc.settings.default_max_tokens, chosen.max_model_len)
+    est = prompt_tokens + min(job.max_tokens or svc.settings.default_max_tokens, chosen.max_model_len) * job.generated
     reservation = await reserve_tokens(svc, principal, est, min_tokens=prompt_tokens + 1 if job.stream else None)
     return Run(svc, principal, request_id, endpoint=job.endpoint, model=chosen.model, reservation=reservation,
                started=started, job=job, candidates=chosen.candidates, pinned=chosen.pinned)

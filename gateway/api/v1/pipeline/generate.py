@@ -35,6 +35,7 @@ def request_for(run: Run, version: str) -> GenerationRequest:
     return GenerationRequest(
         request_id=run.request_id, version=version, prompt=job.prompt, messages=job.messages,
         max_tokens=run.max_tokens, temperature=job.temperature, top_p=job.top_p, seed=job.seed, stop=job.stop,
+        **{**job.sampling, "n": job.generated}, logprobs=job.logprobs,
         cache_salt=run.svc.salter.salt(run.principal.tenant_id))
 
 

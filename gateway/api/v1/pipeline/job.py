@@ -1,7 +1,8 @@
 """What a tenant asked for, validated, the same for chat and completions."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from gateway.schemas.openai import ChatCompletionRequest, CompletionRequest
 
@@ -20,18 +21,39 @@ class Job:
     stream: bool
     include_usage: bool
     user: str | None
+    sampling: dict[str, Any] = field(default_factory=dict)  # the engine's other sampling fields, when set
+    logprobs: int | None = None  # None: off; k: each token's logprob and k alternatives
+    best_of: int | None = None  # generate this many, return the n likeliest
+    continuous_usage: bool = False  # usage on every streamed chunk (vLLM's stream_options field)
+    ignored: list[str] = field(default_factory=list)  # unknown fields the request carried
 
     @classmethod
     def from_chat(cls, body: ChatCompletionRequest) -> Job:
         return cls("/v1/chat/completions", body.model, None, body.engine_messages(), body.token_limit,
                    _or(body.temperature, 1.0), _or(body.top_p, 1.0), body.seed, body.stop_list(),
-                   bool(body.stream), body.include_usage, body.user)
+                   bool(body.stream), body.include_usage, body.user, body.engine_sampling(), body.logprobs_k,
+                   None, body.continuous_usage, body.ignored_fields)
 
     @classmethod
     def from_completion(cls, body: CompletionRequest) -> Job:
         return cls("/v1/completions", body.model, body.prompt_text(), None, body.token_limit,
                    _or(body.temperature, 1.0), _or(body.top_p, 1.0), body.seed, body.stop_list(),
-                   bool(body.stream), body.include_usage, body.user)
+                   bool(body.stream), body.include_usage, body.user, body.engine_sampling(), body.logprobs_k,
+                   body.best_of, body.continuous_usage, body.ignored_fields)
+
+    @property
+    def n(self) -> int:
+        return self.sampling.get("n", 1)
+
+    @property
+    def generated(self) -> int:
+        """Completions the engine makes: best_of when it asks for more than n."""
+        return max(self.n, self.best_of or 1)
+
+    @property
+    def cacheable(self) -> bool:
+        """One plain text answer the semantic cache can hold and replay."""
+        return self.generated == 1 and self.logprobs is None and not (set(self.sampling) - {"n"})
 
     @property
     def prompt_param(self) -> str:

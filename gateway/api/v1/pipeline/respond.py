@@ -6,6 +6,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
+from urllib.parse import quote
 
 import anyio
 from fastapi import Request, Response
@@ -13,9 +14,11 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel
 
 from gateway.api.errors import APIError
+from gateway.api.v1.pipeline.choices import Choice, Choices
 from gateway.api.v1.pipeline.generate import gateway_timeout, generation_failed, open_generation
 from gateway.api.v1.pipeline.run import Run
-from gateway.serving.base import GenerationChunk, GenerationFailed
+from gateway.schemas.openai import Usage
+from gateway.serving.base import CompletionDelta, GenerationChunk, GenerationFailed
 
 log = logging.getLogger("tollgate.generation")
 
@@ -23,16 +26,20 @@ log = logging.getLogger("tollgate.generation")
 class Format(Protocol):
     """How an endpoint spells its output on the wire (chat and completions differ only here)."""
 
-    def opening(self) -> BaseModel | None: ...
+    def opening(self) -> BaseModel | None:
+        """The stream's first event, before any text (chat's role delta), or None."""
 
-    def delta(self, text: str, finish_reason: str | None) -> BaseModel: ...
+    def delta(self, deltas: list[CompletionDelta], usage: Usage | None) -> BaseModel:
+        """One stream event: what each completion gained (and, with continuous usage stats, usage so far)."""
 
-    def usage_chunk(self) -> BaseModel: ...
+    def usage_chunk(self) -> BaseModel:
+        """The stream's usage event (stream_options.include_usage)."""
 
-    def complete(self, text: str, finish_reason: str | None) -> BaseModel: ...
+    def complete(self, choices: list[Choice]) -> BaseModel:
+        """The whole answer."""
 
 
-# Told of every generation that ran to an end of its own: (run, the whole text, finish_reason).
+# Told of every single-completion generation that ran to an end of its own: (run, its text, finish_reason).
 # Must not block: the response is still being sent.
 Keep = Callable[[Run, str, str | None], None]
 
@@ -45,6 +52,9 @@ def headers(run: Run) -> dict[str, str]:
     out = {**run.reservation.headers, "x-tollgate-model": run.served_as, "x-tollgate-cache": run.cache_status}
     if run.cache_score is not None:
         out["x-tollgate-cache-score"] = f"{run.cache_score:.4f}"
+    if run.job is not None and run.job.ignored:
+        # Names are client text, a header value is printable ASCII: escape them ("ä" -> "%C3%A4").
+        out["x-tollgate-ignored-fields"] = ",".join(quote(name, safe="") for name in run.job.ignored)[:1024]
     return out
 
 
@@ -110,14 +120,14 @@ async def _disconnected(request: Request) -> None:
 
 async def _collect(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk, fmt: Format,
                    keep: Keep | None):
-    parts, finish_reason, status = [first.text], first.finish_reason, "error"
+    choices, status = Choices(), "error"
+    choices.add(first)
     run.observe(first)
     try:
         async with asyncio.timeout(run.remaining_s()):
             async for chunk in stream:
                 run.observe(chunk)
-                parts.append(chunk.text)
-                finish_reason = chunk.finish_reason or finish_reason
+                choices.add(chunk)
         status = "ok"
     except TimeoutError:
         raise gateway_timeout() from None
@@ -130,17 +140,17 @@ async def _collect(run: Run, stream: AsyncIterator[GenerationChunk], first: Gene
         with anyio.CancelScope(shield=True):
             await stream.aclose()
         run.finish(status)
-    text = "".join(parts)
-    if keep is not None:
-        keep(run, text, finish_reason)
-    return JSONResponse(fmt.complete(text, finish_reason).model_dump(mode="json"), headers=headers(run))
+    answer = choices.best(run.job.n)
+    if keep is not None and run.job.generated == 1:
+        keep(run, answer[0].text, answer[0].finish_reason)
+    return JSONResponse(fmt.complete(answer).model_dump(mode="json", exclude_none=False), headers=headers(run))
 
 
 async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk, fmt: Format,
                keep: Keep | None):
     status, error = "aborted", None  # "aborted" until the stream reaches an end of its own
     chunk: GenerationChunk | None = first
-    parts: list[str] = []
+    choices = Choices()
     try:
         opening = fmt.opening()
         if opening is not None:
@@ -151,13 +161,13 @@ async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: Generati
                     status, error = "truncated", _quota_ran_out()
                     break
                 run.observe(chunk)
-                parts.append(chunk.text)
-                if chunk.text or chunk.finish_reason:
-                    yield sse_event(fmt.delta(chunk.text, chunk.finish_reason))
-                if chunk.finish_reason is not None:
+                deltas = [d for d in choices.add(chunk) if d.text or d.finish_reason or d.logprobs]
+                if deltas:
+                    yield sse_event(fmt.delta(deltas, run.usage() if run.job.continuous_usage else None))
+                if chunk.finish_reason is not None:  # every completion has finished
                     status = "ok"
-                    if keep is not None:
-                        keep(run, "".join(parts), chunk.finish_reason)
+                    if keep is not None and run.job.generated == 1:
+                        keep(run, choices.first().text, choices.first().finish_reason)
                     break
                 async with asyncio.timeout(run.remaining_s()):
                     chunk = await anext(stream, None)

@@ -37,7 +37,14 @@ BAD_CHAT = [
     ({**OK, "messages": []}, "messages"),
     ({**OK, "messages": [{"role": "wizard", "content": "hi"}]}, "messages.0.role"),
     ({**OK, "messages": "hi"}, "messages"),
-    ({**OK, "n": 2}, "n"),
+    ({**OK, "n": 17}, "n"),
+    ({**OK, "top_logprobs": 3}, "top_logprobs"),
+    ({**OK, "logprobs": True, "top_logprobs": 21}, "top_logprobs"),
+    ({**OK, "presence_penalty": 2.5}, "presence_penalty"),
+    ({**OK, "min_p": 1.5}, "min_p"),
+    ({**OK, "top_k": -2}, "top_k"),
+    ({**OK, "stop_token_ids": [-1]}, "stop_token_ids"),
+    ({**OK, "ignore_eos": "yes"}, "ignore_eos"),
     ({**OK, "max_tokens": 0}, "max_tokens"),
     ({**OK, "max_tokens": "5"}, "max_tokens"),
     ({**OK, "max_completion_tokens": -1}, "max_completion_tokens"),
@@ -48,9 +55,7 @@ BAD_CHAT = [
     ({**OK, "top_p": 1.5}, "top_p"),
     ({**OK, "stop": ["", "x"]}, "stop"),
     ({**OK, "tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
-    ({**OK, "logprobs": True}, "logprobs"),
     ({**OK, "response_format": {"type": "json_object"}}, "response_format"),
-    ({**OK, "max_tokenz": 3}, "max_tokenz"),
     ({**OK, "stream": "yes"}, "stream"),
     ({"messages": MSG}, "model"),
 ]
@@ -68,7 +73,9 @@ def test_bad_completion_bodies(caller):
     base = {"model": "smollm2-135m-instruct", "prompt": "hi", "max_tokens": 2}
     assert _error(client.post("/v1/completions", json={**base, "prompt": ["a", "b"]}), 400)["param"] == "prompt"
     assert _error(client.post("/v1/completions", json={**base, "echo": True}), 400)["param"] == "echo"
-    assert _error(client.post("/v1/completions", json={**base, "best_of": 3}), 400)["param"] == "best_of"
+    assert _error(client.post("/v1/completions", json={**base, "best_of": 3, "stream": True}), 400)["param"] == "best_of"
+    assert _error(client.post("/v1/completions", json={**base, "best_of": 1, "n": 2}), 400)["param"] == "best_of"
+    assert _error(client.post("/v1/completions", json={**base, "logprobs": 21}), 400)["param"] == "logprobs"
 
 
 def test_malformed_and_non_object_json(caller):
@@ -109,7 +116,7 @@ def test_sdk_raises_bad_request(real_gateway):
     import openai
 
     with pytest.raises(openai.BadRequestError) as e:
-        client.chat.completions.create(model="smollm2-135m-instruct", messages=MSG, n=3)
+        client.chat.completions.create(model="smollm2-135m-instruct", messages=MSG, n=17)
     assert e.value.body["param"] == "n"
 
 

@@ -95,6 +95,21 @@ def ledger_full() -> APIError:
                     headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)})
 
 
+_LOCATIONS = ("body", "query", "path", "header", "cookie")  # where FastAPI says a param was, not its name
+
+
+def from_validation_error(errors: list[dict]) -> APIError:
+    """FastAPI's request validation errors (admin bodies, query and path params) as a 400 naming the param."""
+    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+    if first.get("type") == "json_invalid":
+        cause = (first.get("ctx") or {}).get("error", first["msg"])
+        return invalid_request(f"We could not parse the JSON body of your request: {cause}")
+    loc = list(first.get("loc", ()))
+    param = ".".join(str(p) for p in loc[1 if loc and loc[0] in _LOCATIONS else 0:]) or None
+    msg = str(first["msg"]).removeprefix("Value error, ")
+    return invalid_request(f"{param}: {msg}" if param else msg, param=param)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(APIError)
     async def _api_error(_: Request, exc: APIError) -> JSONResponse:
@@ -107,11 +122,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
-        loc = [str(p) for p in first.get("loc", ()) if p != "body"]
-        param = ".".join(loc) or None
-        msg = f"{param}: {first['msg']}" if param else str(first["msg"])
-        return JSONResponse(APIError(400, msg, param=param).body(), status_code=400)
+        return JSONResponse(from_validation_error(exc.errors()).body(), status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -23,10 +23,16 @@ def body_too_large(limit: int) -> APIError:
     return APIError(413, f"Request body exceeds the limit of {limit} bytes.", code="request_too_large")
 
 
+def has_nul(scope: Scope) -> bool:
+    """No name the API knows holds a NUL byte, and PostgreSQL refuses one in any text it is asked to
+    look up: a URL carrying one (decoded in the path, %00 in the query) never reaches a route."""
+    return "\x00" in scope["path"] or b"%00" in scope["query_string"]
+
+
 class RequestContextMiddleware:
     """Gives every request our own id (the billing idempotency key), keeps a client-sent
-    x-request-id only as a correlation id, and refuses bodies over `max_body_bytes`
-    before anything parses them."""
+    x-request-id only as a correlation id, and refuses bodies over `max_body_bytes` and URLs
+    with a NUL byte before anything parses them."""
 
     def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
         self.app = app
@@ -57,6 +63,9 @@ class RequestContextMiddleware:
             declared = headers.get(b"content-length")
             if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
                 await _send_error(body_too_large(self.max_body_bytes), send_with_ids)
+                return
+            if has_nul(scope):
+                await _send_error(APIError(400, "The URL holds a NUL byte (%00)."), send_with_ids)
                 return
             await self.app(scope, self._limited(receive), send_with_ids)
         except Exception:

@@ -1,11 +1,11 @@
 """Admin API bodies. Unknown fields are refused (extra="forbid"): a typo must not be ignored."""
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from gateway.schemas.billing import Money
 
@@ -15,7 +15,23 @@ Budget = Annotated[int, Field(ge=0, le=INT64_MAX)]
 Count = Annotated[int, Field(ge=0, le=INT32_MAX)]
 # 8 integer digits: exact money is stored as 1e-10 units in a 64-bit integer on SQLite.
 PerMillion = Annotated[Decimal, Field(ge=0, max_digits=18, decimal_places=10, allow_inf_nan=False)]
-Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^\S(.*\S)?$")]
+# No control characters (PostgreSQL refuses NUL in text), no whitespace at either end.
+Name = Annotated[str, Field(min_length=1, max_length=200,
+                            pattern=r"^[^\s\x00-\x1f\x7f]([^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f])?$")]
+
+
+def _in_utc(when: datetime) -> datetime:
+    """Naive means UTC. An offset can carry a valid local time past year 9999 (or before year 1) in UTC,
+    where Python's datetime cannot follow: refused here, not as an OverflowError at the database."""
+    if when.tzinfo is None:
+        return when.replace(tzinfo=UTC)
+    try:
+        return when.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("must fall between 0001-01-01 and 9999-12-31 in UTC") from None
+
+
+Instant = Annotated[datetime, AfterValidator(_in_utc)]  # always timezone-aware UTC
 
 
 class _Body(BaseModel):
@@ -81,7 +97,7 @@ class TenantList(BaseModel):
 
 class KeyCreate(_Body):
     models: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)] | None = None
-    expires_at: datetime | None = None
+    expires_at: Instant | None = None
     rpm: Limit | None = None
     tpm: Limit | None = None
 
@@ -117,7 +133,7 @@ class PriceSet(_Body):
     output_per_million: PerMillion
     cached_input_per_million: PerMillion = Decimal(0)
     cached_output_per_million: PerMillion = Decimal(0)
-    effective_from: datetime | None = None  # default: now
+    effective_from: Instant | None = None  # default: now
 
 
 class PriceOut(BaseModel):

@@ -1,8 +1,6 @@
 """Admin: API keys. The secret is in the create response only."""
 from __future__ import annotations
 
-from datetime import UTC
-
 from fastapi import APIRouter
 
 from gateway.api.admin.announce import announce
@@ -31,12 +29,9 @@ def create(tenant_id: str, body: KeyCreate, session: SessionDep, services: Servi
         unknown = sorted(set(body.models) - servable_names(services.catalogue))
         if unknown:
             raise invalid_request(f"unknown models: {', '.join(unknown)}", param="models")
-    expires_at = body.expires_at
-    if expires_at is not None:
-        expires_at = expires_at.replace(tzinfo=UTC) if expires_at.tzinfo is None else expires_at
-        if expires_at <= utcnow():
-            raise invalid_request("expires_at is in the past", param="expires_at")
-    key, secret = create_key(session, tenant_id=tenant_id, models=body.models, expires_at=expires_at,
+    if body.expires_at is not None and body.expires_at <= utcnow():  # in UTC (KeyCreate)
+        raise invalid_request("expires_at is in the past", param="expires_at")
+    key, secret = create_key(session, tenant_id=tenant_id, models=body.models, expires_at=body.expires_at,
                              rpm=body.rpm, tpm=body.tpm)
     return KeyCreated.model_validate({**KeyOut.model_validate(key).model_dump(), "key": secret})
 

@@ -1,8 +1,6 @@
 """Admin: prices per million tokens, with their history."""
 from __future__ import annotations
 
-from datetime import UTC
-
 from fastapi import APIRouter
 
 from gateway.api.deps import ServicesDep, SessionDep
@@ -42,8 +40,7 @@ def put(model: str, body: PriceSet, session: SessionDep, services: ServicesDep) 
     catalogue = services.catalogue
     if model not in catalogue.models and model not in catalogue.embeddings:
         raise model_not_found(model)
-    when = body.effective_from or utcnow()
-    when = when.replace(tzinfo=UTC) if when.tzinfo is None else when
+    when = body.effective_from or utcnow()  # in UTC (PriceSet)
     price = set_price(session, model=model, input_per_million=body.input_per_million,
                       output_per_million=body.output_per_million, effective_from=when,
                       cached_input_per_million=body.cached_input_per_million,

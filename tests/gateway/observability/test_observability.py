@@ -4,11 +4,13 @@ from __future__ import annotations
 import json
 import logging
 
+import httpx
 import pytest
 
 from gateway.main import create_app
 from gateway.observability.logging import JSONFormatter, request_id_var
 from gateway.observability.metrics import Metrics
+from gateway.observability.middleware import RequestContextMiddleware
 from tests.gateway.conftest import gateway_settings
 from tests.gateway.support import CannedBackend
 
@@ -44,3 +46,22 @@ async def test_startup_fails_loudly_without_prices(tmp_path):
     with pytest.raises(RuntimeError, match="without a price"):
         async with app.router.lifespan_context(app):
             pass
+
+
+async def test_a_url_with_a_nul_byte_is_refused_before_any_route():
+    """PostgreSQL refuses NUL in text: a NUL in an id or a query value was a 500 at the first lookup."""
+    reached = []
+
+    async def app(scope, receive, send):
+        reached.append(scope["path"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    transport = httpx.ASGITransport(RequestContextMiddleware(app, max_body_bytes=1000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as http:
+        for url in ("/admin/tenants/a%00b", "/admin/usage.csv?tenant_id=a%00b"):
+            r = await http.get(url)
+            assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
+            assert set(r.json()["error"]) == {"message", "type", "param", "code"} and r.headers["x-request-id"]
+        assert (await http.get("/admin/tenants/a%2500b?q=%2500")).status_code == 200  # an escaped "%00"
+    assert reached == ["/admin/tenants/a%00b"]

@@ -88,6 +88,14 @@ def test_bad_promote(client):
     assert r.status_code == 400 and r.json()["error"]["param"] == "version"
 
 
+@pytest.mark.parametrize("limit", ["0", "1001", "lots"])
+def test_bad_audit_limit_is_400_naming_limit(client, limit):
+    r = client.get("/admin/routes/audit", headers=AUTH, params={"limit": limit})
+    assert r.status_code == 400
+    err = r.json()["error"]
+    assert err["param"] == "limit" and err["message"].startswith("limit: ")  # not "query.limit"
+
+
 def run_cli(client, capsys, *argv) -> tuple[int, str, str]:
     parser = argparse.ArgumentParser()
     cli.register(parser.add_subparsers(dest="command"))

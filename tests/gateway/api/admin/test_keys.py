@@ -36,6 +36,7 @@ async def test_expiring_key(admin_http):
     ({"models": []}, "models"),
     ({"expires_at": "2001-01-01T00:00:00Z"}, "expires_at"),
     ({"expires_at": "tomorrow"}, "expires_at"),
+    ({"expires_at": "9999-12-31T23:59:59-23:59"}, "expires_at"),  # past year 9999 in UTC: was a 500
     ({"rpm": 0}, "rpm"),
     ({"tenant_id": "someone-else"}, "tenant_id"),
 ])

@@ -60,6 +60,9 @@ async def test_default_effective_from_is_now(admin_http, data_services):
     ({"input_per_million": "123456789", "output_per_million": 1}, "input_per_million"),
     ({"input_per_million": 1, "output_per_million": 1, "currency": "EUR"}, "currency"),
     ({"input_per_million": 1, "output_per_million": 1, "effective_from": "soon"}, "effective_from"),
+    # Before year 1 in UTC: was a 500 (OverflowError at the database)
+    ({"input_per_million": 1, "output_per_million": 1, "effective_from": "0001-01-01T00:00:00+23:59"},
+     "effective_from"),
 ])
 async def test_bad_price_bodies_are_400(admin_http, body, param):
     assert_openai_error(await admin_http.put(f"/admin/prices/{MODEL}", headers=ADMIN, json=body), 400,

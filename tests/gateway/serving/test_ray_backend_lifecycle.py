@@ -1,0 +1,70 @@
+"""RayServeBackend's start and stop against a stubbed Ray: a gateway that joined a cluster by address leaves the
+cluster's Serve pool alone when it stops (benchmarks/chaos.py found every gateway stop deleting the pool the Ray
+head had deployed); one that started its own local Ray takes it down."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("ray")
+
+from gateway.serving import ray_backend  # noqa: E402
+from gateway.settings import Settings  # noqa: E402
+
+
+class StubRay:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.initialized = False
+
+    # ray
+    def is_initialized(self) -> bool:
+        return self.initialized
+
+    def init(self, **kw) -> None:
+        self.calls.append(f"init address={kw.get('address')}")
+        self.initialized = True
+
+    def shutdown(self) -> None:
+        self.calls.append("ray.shutdown")
+
+    # ray.serve
+    def get_app_handle(self, name: str):
+        async def info():
+            return {"max_model_len": 2048, "kv_capacity_tokens": 1024, "block_size": 16}
+        return SimpleNamespace(info=SimpleNamespace(remote=info))
+
+    def status(self):
+        return SimpleNamespace(applications={})
+
+    def serve_shutdown(self) -> None:
+        self.calls.append("serve.shutdown")
+
+
+@pytest.fixture
+def stub(monkeypatch) -> StubRay:
+    s = StubRay()
+    monkeypatch.setattr(ray_backend, "ray", SimpleNamespace(is_initialized=s.is_initialized, init=s.init,
+                                                           shutdown=s.shutdown))
+    monkeypatch.setattr(ray_backend, "serve", SimpleNamespace(get_app_handle=s.get_app_handle, status=s.status,
+                                                             shutdown=s.serve_shutdown))
+    monkeypatch.setattr(ray_backend, "load_tokenizer", lambda weights: object())
+    monkeypatch.setattr(ray_backend, "deploy", lambda configs: {c.version: s.get_app_handle(c.version)
+                                                                for c in configs})
+    return s
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1:6379", "auto"])
+async def test_a_gateway_that_joined_a_cluster_leaves_its_pool_running(stub, gw_catalogue, address):
+    backend = ray_backend.RayServeBackend(Settings(RAY_ADDRESS=address, ray_deploy=False), gw_catalogue)
+    await backend.start()
+    await backend.stop()
+    assert stub.calls == [f"init address={address}"]
+
+
+async def test_a_gateway_that_started_its_own_ray_takes_it_down(stub, gw_catalogue):
+    backend = ray_backend.RayServeBackend(Settings(RAY_ADDRESS=""), gw_catalogue)
+    await backend.start()
+    await backend.stop()
+    assert stub.calls == ["init address=None", "serve.shutdown", "ray.shutdown"]

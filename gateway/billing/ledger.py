@@ -99,6 +99,8 @@ class Ledger:
         self._retries, self._retry_delay_s = retries, retry_delay_s
         self._replay_interval_s = replay_interval_s
         self._queue: deque[UsageRecord] = deque()
+        # Rows whose request is waiting to hear they are durable (record_durably): id(row) -> future.
+        self._waiters: dict[int, asyncio.Future] = {}
         self._write_lock = asyncio.Lock()
         self._replay_lock = asyncio.Lock()
         self._wake = asyncio.Event()
@@ -148,6 +150,27 @@ class Ledger:
         else:
             loop.call_soon_threadsafe(self._wake.set)
 
+    async def record_durably(self, rec: UsageRecord) -> None:
+        """Queue a row and return once it is committed to the database or fsync'd in the spool: the answer's
+        last bytes wait for this, so a gateway that dies after them cannot lose a row its client was told
+        about. Rows finishing together share one write (group commit). When neither the database nor the spool
+        can take the row it stays queued for the writer's next try, and this returns anyway: an answer is
+        never held hostage to an outage the spool's own limits already refuse new work for."""
+        loop = self._loop
+        if loop is None or self._closed or self._stopping:
+            self.record(rec)
+            return
+        done = loop.create_future()
+        self._waiters[id(rec)] = done
+        self.record(rec)
+        await asyncio.shield(done)
+
+    def _settle_waiters(self, batch: list[UsageRecord]) -> None:
+        for rec in batch:
+            done = self._waiters.pop(id(rec), None)
+            if done is not None and not done.done():
+                done.set_result(None)
+
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         if self._spool is not None:
@@ -165,7 +188,10 @@ class Ledger:
         async with self._write_lock:
             while self._queue:
                 batch = [self._queue.popleft() for _ in range(min(self._batch_size, len(self._queue)))]
-                left = await self._write(batch)
+                try:
+                    left = await self._write(batch)
+                finally:
+                    self._settle_waiters(batch)  # durable, or (left) back in the queue: the writer retries them
                 if left:
                     self._queue.extendleft(reversed(left))
                     return
@@ -182,7 +208,9 @@ class Ledger:
         self._task = self._replay_task = None
         await self.flush()
         while self._queue:
-            self._give_up(self._queue.popleft())
+            rec = self._queue.popleft()
+            self._give_up(rec)
+            self._settle_waiters([rec])
         if self._spool is not None:
             await asyncio.to_thread(self._spool.close)
         self._closed = True
@@ -191,8 +219,8 @@ class Ledger:
         while not self._stopping:
             await self._wake.wait()
             self._wake.clear()
-            if not self._stopping:
-                await asyncio.sleep(self._linger_s)  # let a batch gather
+            if not self._stopping and not self._waiters:
+                await asyncio.sleep(self._linger_s)  # let a batch gather (nobody is waiting on it)
             await self.flush()
             if self._queue and not self._stopping:
                 await asyncio.sleep(max(self._retry_delay_s, 0.1))  # nowhere to write them now

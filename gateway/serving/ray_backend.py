@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
+import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import asdict
@@ -68,7 +70,12 @@ class RayServeBackend:
         if not ray.is_initialized():
             kw = {"address": self._settings.ray_address} if self._settings.ray_address else {
                 "num_cpus": self._settings.ray_num_cpus, "include_dashboard": False}
+            # ray.init installs a SIGTERM handler that exits at once, cancelling every request in flight; the
+            # server's own (uvicorn: stop accepting, drain, then exit) must stay in charge of a graceful stop.
+            previous = signal.getsignal(signal.SIGTERM)
             ray.init(namespace=self._settings.ray_namespace, **kw)
+            if previous is not None and threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, previous)
             self._started_ray = not self._settings.ray_address  # a joined cluster, and its pool, outlive us
         configs = list(self._configs.values())
         if self._settings.ray_deploy:

@@ -208,3 +208,20 @@ def test_local_mode_enforces_each_replicas_share(gateway, redis, db_url):
         assert refused.json()["error"]["code"] == "rate_limit_exceeded"
         assert int(refused.headers["retry-after"]) >= 1
         assert refused.headers["x-ratelimit-remaining-requests"] == "0"
+
+
+async def test_pooled_connections_survive_a_redis_restart_without_a_failed_call():
+    """Every pooled connection dies with the server; the next call on each retries on a fresh one instead of
+    failing (which would push a healthy tenant to local counting)."""
+    import asyncio
+
+    from gateway.limits.storage.redis import RedisStorage
+
+    with ThrowawayRedis() as server:
+        storage = RedisStorage(server.url)
+        await storage.start()
+        await asyncio.gather(*(storage.ping() for _ in range(8)))  # fill the pool
+        server.stop()
+        server.start()
+        await asyncio.gather(*(storage.ping() for _ in range(8)))  # each would have failed once
+        await storage.stop()

@@ -83,7 +83,7 @@ def keeper(svc: Services, step: CacheStep) -> Keep | None:
     return keep
 
 
-def replay(run: Run, fmt_factory: Callable[[Run], Format], lookup: CacheLookup):
+async def replay(run: Run, fmt_factory: Callable[[Run], Format], lookup: CacheLookup):
     """The cached answer, whole or as a stream of the same chunks a generation sends; billed as a hit."""
     answer, fmt = lookup.entry, fmt_factory(run)
     run.replayed(answer.completion_tokens, lookup.score)
@@ -95,7 +95,7 @@ def replay(run: Run, fmt_factory: Callable[[Run], Format], lookup: CacheLookup):
     except BaseException:
         run.finish("error")
         raise
-    run.finish("ok")
+    await run.finish_durably("ok")
     return JSONResponse(body, headers=headers(run))
 
 
@@ -110,6 +110,7 @@ async def _replay_sse(run: Run, fmt: Format, text: str, finish_reason: str):
             last = i == len(pieces) - 1
             yield sse_event(fmt.delta([CompletionDelta(0, piece, [], finish_reason if last else None)], None))
         status = "ok"
+        await run.finish_durably(status)  # durable before the client hears its usage
         if run.job.include_usage:
             yield sse_event(fmt.usage_chunk())
         yield "data: [DONE]\n\n"

@@ -66,6 +66,6 @@ async def chat_completions(principal: TenantDep, body: ChatBody, services: AppSe
         run.finish(status_of(e))
         raise
     if step.hit:
-        return replay(run, ChatFormat, step.lookup)
+        return await replay(run, ChatFormat, step.lookup)
     run.cache_status = step.lookup.status
     return await respond(run, ChatFormat, keep=keeper(services, step), request=request)

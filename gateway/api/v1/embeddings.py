@@ -48,7 +48,7 @@ async def create_embeddings(principal: TenantDep, body: EmbeddingBody, services:
     except BaseException as e:
         run.finish(status_of(e))
         raise
-    run.finish("ok")
+    await run.finish_durably("ok")
     b64 = body.encoding_format == "base64"
     data = [Embedding(index=i, embedding=base64.b64encode(v.astype("<f4").tobytes()).decode() if b64 else v.tolist())
             for i, v in enumerate(vectors)]

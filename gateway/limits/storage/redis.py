@@ -17,6 +17,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.driver_info import DriverInfo
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeout
 
@@ -80,11 +81,23 @@ class RedisStorage:
     async def _call(self, op: Callable[[], Coroutine[Any, Any, T]]) -> T:
         # A script lost with a restarted server is loaded again by redis-py (NoScriptError).
         try:
-            return await within(op(), self.config.timeout_s, self.config.backstop_s, self._watch)
+            return await within(self._once_more_if_stale(op), self.config.timeout_s, self.config.backstop_s,
+                                self._watch)
         except (TimeoutError, RedisTimeout) as e:
             raise StorageUnavailable(f"redis did not answer in time: {e!r}", timeout=True) from e
         except (RedisError, OSError) as e:
             raise StorageUnavailable(f"redis failed: {e!r}") from e
+
+    @staticmethod
+    async def _once_more_if_stale(op: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """After a Redis restart every pooled connection is dead and fails once on its next use (redis-py then
+        drops it): one more try on a fresh connection, inside the same deadline. A refused connection, a
+        server really down, fails the second try too. (A command the old server ran before dying is counted
+        again by the new one: an over-count, never an under-count.)"""
+        try:
+            return await op()
+        except RedisConnectionError:
+            return await op()
 
     async def ping(self) -> None:
         await self._call(self._client.ping)

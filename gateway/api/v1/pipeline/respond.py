@@ -43,6 +43,13 @@ class Format(Protocol):
 # Must not block: the response is still being sent.
 Keep = Callable[[Run, str, str | None], None]
 
+# A stream's body, in place of the chat/completions SSE (`_sse`) for an endpoint whose events differ (the
+# Responses API): given the run, the open generation, its first chunk, the format and `keep`, it yields SSE
+# text, and must meter and finish the run as `_sse` does (within_budget, observe, finish_durably, and
+# finish in a `finally` that also closes the generation).
+StreamBody = Callable[[Run, AsyncIterator[GenerationChunk], GenerationChunk, Format, Keep | None],
+                      AsyncIterator[str]]
+
 
 def response_id(run: Run, prefix: str) -> str:
     return f"{prefix}-{run.request_id.removeprefix('req_')}"
@@ -70,7 +77,7 @@ def status_of(e: BaseException) -> str:
 
 
 async def respond(run: Run, fmt_factory: Callable[[Run], Format], *, keep: Keep | None = None,
-                  request: Request | None = None):
+                  request: Request | None = None, stream_body: StreamBody | None = None):
     """Open the generation, then answer it whole or as a stream. A client that leaves before its answer is out
     (`request` is watched for the disconnect) aborts the generation at once: billed only what was made."""
     try:
@@ -85,7 +92,8 @@ async def respond(run: Run, fmt_factory: Callable[[Run], Format], *, keep: Keep 
     fmt = fmt_factory(run)
     if run.job.stream:
         # Starlette cancels a streaming response's body when the client leaves: _sse's finally handles it.
-        return StreamingResponse(_sse(run, stream, first, fmt, keep), media_type="text/event-stream",
+        body = (stream_body or _sse)(run, stream, first, fmt, keep)
+        return StreamingResponse(body, media_type="text/event-stream",
                                  headers={**headers(run), "cache-control": "no-cache"})
     answer = await _unless_gone(_collect(run, stream, first, fmt, keep), request)
     return Response(status_code=499) if answer is None else answer  # gone: aborted and billed in _collect
@@ -129,17 +137,19 @@ async def _collect(run: Run, stream: AsyncIterator[GenerationChunk], first: Gene
                 run.observe(chunk)
                 choices.add(chunk)
         status = "ok"
-    except TimeoutError:
-        raise gateway_timeout() from None
-    except GenerationFailed:
-        raise generation_failed() from None
+    except (TimeoutError, GenerationFailed) as e:
+        # The client gets an error and no usage: nothing it was told is billed (the tokens were ours to lose).
+        run.produced = False
+        raise (gateway_timeout() if isinstance(e, TimeoutError) else generation_failed()) from None
     except asyncio.CancelledError:
         status = "aborted"  # the client left: what was generated so far is billed
         raise
     finally:
         with anyio.CancelScope(shield=True):
             await stream.aclose()
-        run.finish(status)
+        if status != "ok":
+            run.finish(status)
+    await run.finish_durably(status)  # the row is safe before the answer leaves
     answer = choices.best(run.job.n)
     if keep is not None and run.job.generated == 1:
         keep(run, answer[0].text, answer[0].finish_reason)
@@ -181,6 +191,9 @@ async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: Generati
             # Headers are gone: the client learns of it in the stream, the operator in the log.
             log.exception("stream failed")
             status, error = "error", APIError(500, "The server had an error while streaming.", type="server_error")
+        # The row is durable before the client learns what it is billed for: a gateway killed after the
+        # usage chunk or [DONE] cannot lose it.
+        await run.finish_durably(status)
         # Usage first: an SDK stops reading at an error event, and the client should still
         # learn what it is billed for.
         if run.job.include_usage:

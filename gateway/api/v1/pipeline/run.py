@@ -5,6 +5,8 @@ import logging
 import time
 from datetime import UTC, datetime
 
+import anyio
+
 from gateway.api.v1.pipeline.job import Job
 from gateway.billing.ledger import UsageRecord
 from gateway.limits.limiter import Reservation
@@ -39,6 +41,8 @@ class Run:
         self.cache_status, self.cache_score = "bypass", None  # x-tollgate-cache[-score]
         self.ttft_s: float | None = None
         self._finished = False
+        self._left = False  # the drain's count given back
+        self._status = ""
         services.drain.enter()
 
     @property
@@ -91,24 +95,43 @@ class Run:
 
     def finish(self, status: str) -> None:
         """Bill it (one ledger row, if anything was produced), settle its reservation, and report it to metrics
-        and the router. Never awaits, so it is safe in any cleanup path."""
+        and the router. Never awaits, so it is safe in any cleanup path; the row is queued, not yet durable."""
+        rec = self._conclude(status)
+        if rec is not None:
+            self.svc.ledger.record(rec)
+        self._leave()
+
+    async def finish_durably(self, status: str) -> None:
+        """`finish`, returning once the ledger row is durable (committed, or fsync'd in the spool). Await it
+        before an answer's last bytes go out: a gateway killed after them then cannot lose the row."""
+        rec = self._conclude(status)
+        try:
+            if rec is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.svc.ledger.record_durably(rec)
+        finally:
+            self._leave()
+
+    def _conclude(self, status: str) -> UsageRecord | None:
+        """Settle, meter and report, once; the ledger row to write (None when nothing was produced)."""
         if self._finished:
-            return
+            return None
         self._finished = True
         svc, latency_s = self.svc, time.perf_counter() - self.started
+        self._status, rec = status, None
         try:
             # Settling only returns unused tokens to the limits: the client need not wait for it.
             svc.drain.spawn(svc.limiter.settle(self.reservation, self.billed_tokens))
             model = svc.model_of(self.version) if self.version else self.model
             if self.produced:
-                svc.ledger.record(UsageRecord(
+                rec = UsageRecord(
                     request_id=self.request_id, tenant_id=self.principal.tenant_id,
                     key_id=self.principal.key_id, endpoint=self.endpoint, model=model,
                     version=self.version, prompt_tokens=self.prompt_tokens,
                     completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
                     cache_hit=self.cache_hit, latency_ms=round(latency_s * 1000, 3),
                     ttft_ms=None if self.ttft_s is None else round(self.ttft_s * 1000, 3),
-                    status=status, created_at=datetime.now(UTC)))
+                    status=status, created_at=datetime.now(UTC))
                 cost = svc.prices.cost(model, prompt_tokens=self.prompt_tokens,
                                        completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
                                        cache_hit=self.cache_hit)
@@ -121,8 +144,17 @@ class Run:
                 svc.metrics.ttft.labels(model).observe(self.ttft_s)
             if self.version is not None:
                 svc.router.observe(self.version, ok=status in HEALTHY, ttft_s=self.ttft_s, latency_s=latency_s)
-        finally:
-            svc.drain.leave()
-            log.info("request finished", extra={"status": status, "version": self.version, "endpoint": self.endpoint,
-                                                "cache": self.cache_status, "prompt_tokens": self.prompt_tokens,
-                                                "completion_tokens": self.completion_tokens})
+        except BaseException:
+            self._leave()
+            raise
+        return rec
+
+    def _leave(self) -> None:
+        if self._left:
+            return
+        self._left = True
+        self.svc.drain.leave()
+        log.info("request finished", extra={"status": self._status, "version": self.version,
+                                            "endpoint": self.endpoint, "cache": self.cache_status,
+                                            "prompt_tokens": self.prompt_tokens,
+                                            "completion_tokens": self.completion_tokens})

@@ -6,6 +6,7 @@ import importlib
 _EXPORTS = {
     "LLM": "workers.llm",
     "SamplingParams": "workers.sampling_params",
+    "StructuredOutput": "workers.structured.spec",
     "EngineConfig": "workers.config",
     "AsyncEngine": "workers.engine.async_engine",
     "RequestOutput": "workers.outputs",

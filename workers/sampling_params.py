@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from workers.structured.spec import StructuredOutput
+
 MAX_N = 16  # parallel completions per request; the engine also caps n at max_num_seqs
 MAX_LOGPROBS = 20  # top alternatives per generated token, as OpenAI's top_logprobs
 
@@ -32,10 +34,15 @@ class SamplingParams:
     skip_special_tokens: bool = True
     # None: no logprobs. k in 0..20: each generated token's logprob and its k most likely alternatives.
     logprobs: int | None = None
+    # None, or what the output must match (a JSON schema, any JSON object, a regex, a grammar), enforced at decode
+    # time; a dict {"kind", "value"} (the wire form) is taken too. The engine compiles it at submission.
+    structured: StructuredOutput | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):
             self.stop = [self.stop]
+        if isinstance(self.structured, dict):
+            self.structured = StructuredOutput.from_wire(self.structured)
         if not _is_int(self.n) or not 1 <= self.n <= MAX_N:
             raise ValueError(f"n must be an integer in [1, {MAX_N}], got {self.n!r}")
         if not _is_int(self.max_tokens) or self.max_tokens < 1:
@@ -68,6 +75,12 @@ class SamplingParams:
                 raise ValueError(f"{name} must be a boolean, got {getattr(self, name)!r}")
         if self.logprobs is not None and (not _is_int(self.logprobs) or not 0 <= self.logprobs <= MAX_LOGPROBS):
             raise ValueError(f"logprobs must be None or an integer in [0, {MAX_LOGPROBS}], got {self.logprobs!r}")
+        if self.structured is not None and not isinstance(self.structured, StructuredOutput):
+            raise ValueError(f"structured must be None, a StructuredOutput or a {{'kind', 'value'}} dict, "
+                             f"got {type(self.structured).__name__}")
+        if self.structured is not None and self.min_tokens:
+            # The grammar alone decides where the output may end (EOS once the value is complete).
+            raise ValueError("min_tokens cannot be combined with structured output")
 
     @property
     def greedy(self) -> bool:

@@ -4,8 +4,10 @@ data       sequence.py, block.py, scheduler_output.py, ../outputs.py
 memory     block_manager.py   (free list, ref counts, chained-hash prefix reuse, LRU eviction,
                                fork + copy-on-write for n > 1)
 policy     scheduler.py       (token budget, chunked prefill, preemption, stop tokens, forking n completions)
-execution  model_runner.py (tensors, forward, block copies), sampler.py (penalties, min_tokens, logprobs)
+execution  model_runner.py (tensors, forward, block copies), sampler.py (penalties, min_tokens, logprobs,
+                               grammar masks through workers.structured.masker)
 glue       llm_engine.py      (step: schedule, run, update, detokenize), async_engine.py (loop thread)
-edges      input_processor.py (validation at submission), output_processor.py + detokenizer.py,
+edges      input_processor.py (validation at submission; structured specs compiled by
+                               workers.structured.compiler), output_processor.py + detokenizer.py,
            metrics.py         (prometheus, a collaborator of the engine, not of the scheduler)
 """

@@ -1,7 +1,7 @@
 """Turns a request into a Sequence, or a ValueError naming the bad field.
 
-Stateless apart from the tokenizer, so the async engine can call it on the event loop and a
-bad request is refused before it reaches the engine loop.
+Stateless apart from the tokenizer and the grammar compiler's cache (which has its own lock), so the
+async engine can call it on the event loop and a bad request is refused before it reaches the engine loop.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from jinja2 import TemplateError
 
 from workers.engine.sequence import Sequence
 from workers.sampling_params import SamplingParams
+from workers.structured.compiler import CompiledGrammar, GrammarCompiler
 
 
 class PromptTokenizer(Protocol):
@@ -26,8 +27,9 @@ class PromptTokenizer(Protocol):
 class InputProcessor:
     def __init__(self, tokenizer: PromptTokenizer, *, max_model_len: int, kv_capacity_tokens: int,
                  block_size: int, shared_prefixes: list[str | list[dict]] = (),
-                 max_num_seqs: int | None = None) -> None:
+                 max_num_seqs: int | None = None, grammars: GrammarCompiler | None = None) -> None:
         self.tokenizer = tokenizer
+        self.grammars = grammars  # compiles SamplingParams.structured; None: structured requests are refused
         self.max_num_seqs = max_num_seqs  # n completions run side by side: no more than the batch holds
         self.max_model_len = max_model_len
         self.kv_capacity_tokens = kv_capacity_tokens
@@ -59,9 +61,17 @@ class InputProcessor:
         if cache_salt is not None and (not isinstance(cache_salt, str) or not 0 < len(cache_salt) <= 256):
             raise ValueError("cache_salt must be a non-empty string of at most 256 characters")
         ids = self.tokenize(prompt, messages)
-        seq = Sequence(request_id, list(ids), len(ids), params, self.block_size, cache_salt=cache_salt)
+        seq = Sequence(request_id, list(ids), len(ids), params, self.block_size, cache_salt=cache_salt,
+                       grammar=self._grammar(params))
         seq.num_public_tokens = self.public_prefix_len(ids)
         return seq
+
+    def _grammar(self, params: SamplingParams) -> CompiledGrammar | None:
+        if params.structured is None:
+            return None
+        if self.grammars is None:
+            raise ValueError("structured: this engine does not support structured output")
+        return self.grammars.compile(params.structured)  # the compiled grammar, or a ValueError naming `structured`
 
     def public_prefix_len(self, ids: list[int]) -> int:
         """Length of the longest declared public prefix that `ids` starts with (0: none)."""

@@ -16,6 +16,7 @@ from workers.engine.scheduler_output import ModelRunnerOutput
 from workers.engine.sequence import Sequence
 from workers.outputs import RequestOutput
 from workers.sampling_params import SamplingParams
+from workers.structured.compiler import GrammarCompiler
 
 
 def _build_runner(config: EngineConfig):
@@ -35,7 +36,8 @@ class LLMEngine:
         self.input_processor = InputProcessor(self.tokenizer, max_model_len=self.max_model_len,
                                               kv_capacity_tokens=kv_capacity, block_size=config.block_size,
                                               shared_prefixes=config.shared_prefixes,
-                                              max_num_seqs=config.max_num_seqs)
+                                              max_num_seqs=config.max_num_seqs,
+                                              grammars=GrammarCompiler(self.tokenizer))
         self.block_manager = BlockManager(self.runner.num_kv_blocks, config.block_size,
                                           config.enable_prefix_caching)
         # A sequence may never outgrow the pool, or preempting everyone else would not save it.

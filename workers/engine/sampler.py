@@ -5,22 +5,28 @@
    default raw logprobs do;
 2. penalties (repetition over prompt + output, presence and frequency over output) and the min_tokens
    mask of stop tokens, in place, on the rows that have them only;
-3. greedy rows: the argmax; other rows: temperature, min-p, top-k, top-p, then a draw from a seeded
+3. structured rows (a compiled grammar on the sequence): the tokens their grammar allows next, by a
+   bitmask (workers.structured.masker), on those rows only;
+4. greedy rows: the argmax; other rows: temperature, min-p, top-k, top-p, then a draw from a seeded
    generator per completion.
 
-A batch of plain rows (no penalties, no min_tokens, no logprobs) runs exactly what it did before
-these features: one argmax, and filtered_probs over its sampled rows.
+A batch of plain rows (no penalties, no min_tokens, no logprobs, no grammar) runs exactly what it did
+before these features: one argmax, and filtered_probs over its sampled rows.
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 
 from workers.outputs import TokenLogprob
 from workers.sampling_params import SamplingParams
+from workers.structured.masker import GrammarMasker
+
+if TYPE_CHECKING:
+    from workers.structured.compiler import CompiledGrammar
 
 
 class SampleSource(Protocol):
@@ -31,6 +37,7 @@ class SampleSource(Protocol):
     params: SamplingParams
     token_ids: list[int]
     num_prompt_tokens: int
+    grammar: CompiledGrammar | None
 
 
 @dataclass(slots=True)
@@ -107,6 +114,7 @@ class Sampler:
         self._generators: dict[str, dict[int, torch.Generator]] = {}
         self.device = torch.device(device)
         self.eos_token_ids = frozenset(eos_token_ids)  # masked with stop_token_ids while min_tokens is unmet
+        self.grammars = GrammarMasker(self.device)  # structured rows' matchers, keyed like the generators
 
     def _generator(self, request_id: str, index: int, params: SamplingParams) -> torch.Generator:
         gens = self._generators.setdefault(request_id, {})
@@ -121,6 +129,7 @@ class Sampler:
 
     def release(self, request_id: str) -> None:
         self._generators.pop(request_id, None)
+        self.grammars.release(request_id)
 
     def sample(self, logits: torch.Tensor, sources: list[SampleSource],
                indices: list[int] | None = None) -> SamplerOutput:
@@ -135,6 +144,8 @@ class Sampler:
         if penalised:
             apply_penalties(logits, penalised, [sources[i] for i in penalised])
         self._mask_stop_tokens(logits, sources)
+        if any(s.grammar is not None for s in sources):
+            self.grammars.apply(logits, sources, indices)
         tokens = logits.argmax(dim=1).tolist()
         rows = [i for i, p in enumerate(params) if not p.greedy]
         if rows:

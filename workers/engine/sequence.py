@@ -4,9 +4,13 @@ from __future__ import annotations
 import enum
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from workers.outputs import TokenLogprob
 from workers.sampling_params import SamplingParams
+
+if TYPE_CHECKING:
+    from workers.structured.compiler import CompiledGrammar
 
 
 class SequenceStatus(enum.Enum):
@@ -44,6 +48,8 @@ class Sequence:
     index: int = 0  # which of the request's n completions this sequence generates
     cumulative_logprob: float = 0.0  # sum of the sampled tokens' logprobs, when the runner computes them
     output_logprobs: list[TokenLogprob] = field(default_factory=list)  # one per output token, when asked for
+    # params.structured compiled at submission (immutable, shared by the request's completions); None: free text.
+    grammar: CompiledGrammar | None = None
 
     @property
     def num_tokens(self) -> int:
@@ -91,4 +97,5 @@ class Sequence:
                         num_computed_tokens=self.num_computed_tokens, num_cached_tokens=self.num_cached_tokens,
                         cache_salt=self.cache_salt, num_public_tokens=self.num_public_tokens,
                         first_scheduled_time=self.first_scheduled_time, index=index,
-                        cumulative_logprob=self.cumulative_logprob, output_logprobs=list(self.output_logprobs))
+                        cumulative_logprob=self.cumulative_logprob, output_logprobs=list(self.output_logprobs),
+                        grammar=self.grammar)

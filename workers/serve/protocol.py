@@ -1,5 +1,19 @@
 """A replica's wire format: a request dict in (the gateway's GenerationRequest as a dict), chunk dicts out.
 
+A request's sampling fields are SAMPLING_FIELDS, each as SamplingParams names it. `structured` (absent or None:
+free text) is {"kind": ..., "value": ...}, what the output must match, enforced at decode time
+(workers/structured/spec.py):
+
+- {"kind": "json_object"}: one JSON object (OpenAI's response_format {"type": "json_object"});
+- {"kind": "json_schema", "value": <schema dict>}: a JSON value valid under the schema (response_format
+  {"type": "json_schema", "json_schema": {"schema": ...}}, or a forced tool call's `parameters`);
+- {"kind": "regex", "value": <pattern>}, {"kind": "grammar", "value": <Lark or GBNF text>}.
+
+StructuredOutput.from_response_format maps OpenAI's response_format to it. A bad spec (unknown kind, a
+schema or grammar that does not compile) is a ValueError naming `structured`, raised by sampling_params for
+its shape and by the engine, at submission, for the rest. The output ends (finish_reason "stop") when the
+value is complete, or is cut at max_tokens ("length") as any other.
+
 A chunk keeps the keys the gateway has always read, with their meaning for n == 1 unchanged:
 `text`, `token_ids`, `prompt_tokens`, `completion_tokens`, `cached_tokens`, `finish_reason`. It adds:
 
@@ -24,7 +38,7 @@ from workers.sampling_params import SamplingParams
 # Request fields a replica turns into SamplingParams (absent ones keep SamplingParams' defaults).
 SAMPLING_FIELDS = ("n", "max_tokens", "min_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty",
                    "presence_penalty", "frequency_penalty", "seed", "stop", "stop_token_ids", "ignore_eos",
-                   "include_stop_str_in_output", "skip_special_tokens", "logprobs")
+                   "include_stop_str_in_output", "skip_special_tokens", "logprobs", "structured")
 
 
 def sampling_params(request: dict) -> SamplingParams:

@@ -7,10 +7,13 @@ bug would corrupt real outputs.
 """
 from __future__ import annotations
 
+import functools
 import random
 import time
 
 from jinja2 import TemplateError
+from tokenizers import AddedToken, decoders, models, pre_tokenizers
+from tokenizers import Tokenizer as BackendTokenizer
 
 from workers.config import EngineConfig
 from workers.engine.scheduler_output import ModelRunnerOutput, SchedulerOutput
@@ -20,11 +23,31 @@ EOS = 256
 ROLES = ("system", "user", "assistant")
 
 
+@functools.cache
+def byte_backend() -> BackendTokenizer:
+    """FakeTokenizer's vocabulary as a `tokenizers` byte-level BPE without merges (token i is byte i, 256 is
+    <eos>): what llguidance reads to compile grammars for it."""
+    # GPT-2's byte -> printable character table: printable Latin-1 bytes stand for themselves, the rest
+    # take the characters from U+0100 on, in byte order.
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    others = [b for b in range(256) if b not in printable]
+    chars = {b: chr(b) for b in printable} | {b: chr(256 + i) for i, b in enumerate(others)}
+    backend = BackendTokenizer(models.BPE(vocab={chars[b]: b for b in range(256)}, merges=[]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    backend.decoder = decoders.ByteLevel()
+    backend.add_special_tokens([AddedToken("<eos>", special=True, normalized=False)])
+    return backend
+
+
 class FakeTokenizer:
     """Token i < 256 is byte i; 256 is <eos>. Multi-byte characters span several tokens."""
 
     vocab_size = 257
     eos_token_ids = {EOS}
+
+    @property
+    def backend(self) -> BackendTokenizer:
+        return byte_backend()
 
     def encode(self, text: str) -> list[int]:
         return list(text.encode("utf-8"))

@@ -16,6 +16,7 @@ class Src:
     token_ids: list[int] = field(default_factory=lambda: [1, 2, 3])
     num_prompt_tokens: int = 3
     index: int = 0
+    grammar: object = None  # a CompiledGrammar on structured rows
 
 
 def sample(sampler, logits, params, request_ids):

@@ -83,6 +83,11 @@ class Settings(BaseSettings):
     cache_enabled: bool = True
     # Entries a tenant may keep when its cache_max_entries column is unset (LRU beyond it).
     cache_max_entries_per_tenant: int = Field(10_000, ge=1)
+    # The Responses API (gateway.api.v1.responses): stored responses a tenant keeps (its oldest go first),
+    # and the UTF-8 bytes one response's conversation may reach (instructions + the previous response's
+    # context and output + the new input).
+    responses_max_stored_per_tenant: int = Field(1_000, ge=1)
+    responses_max_input_bytes: int = Field(256 * 1024, ge=1)
 
     @property
     def resolved_spool_dir(self) -> Path:

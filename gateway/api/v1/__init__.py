@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from gateway.api.v1 import chat, completions, embeddings, models, usage
+from gateway.api.v1 import chat, completions, embeddings, models, responses, usage
 
 router = APIRouter(prefix="/v1", tags=["v1"])
-for module in (chat, completions, embeddings, models, usage):
+for module in (chat, completions, embeddings, models, responses, usage):
     router.include_router(module.router)

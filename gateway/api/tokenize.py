@@ -48,8 +48,7 @@ async def tokenize(request: Request, principal: TenantDep, services: AppServices
     body = parse(TokenizeRequest, await request.body())
     if (body.prompt is None) == (body.messages is None):
         raise invalid_request("Give exactly one of prompt or messages.", param="prompt")
-    messages = None if body.messages is None else [{"role": "system" if m.role == "developer" else m.role,
-                                                    "content": m.text()} for m in body.messages]
+    messages = None if body.messages is None else [m.engine_message() for m in body.messages]
     chosen = await _admitted(request, services, principal, _job(body.model, body.prompt, messages))
     try:
         tokens = services.backend.tokenize(chosen.counting, prompt=body.prompt, messages=messages,

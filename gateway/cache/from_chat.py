@@ -11,9 +11,16 @@ _ANSWER_CHANGING = ("frequency_penalty", "presence_penalty", "logit_bias", "resp
                     "tool_choice", "functions", "function_call", "logprobs", "top_logprobs", "reasoning_effort")
 
 
+def _plain(value: Any) -> Any:
+    """A body field as JSON data (nested request models included), for the cache's key."""
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value.model_dump(mode="json", exclude_none=True, by_alias=True) if hasattr(value, "model_dump") else value
+
+
 def cache_request(tenant_id: str, body: Any) -> CacheRequest:
     """From a ChatCompletionRequest (gateway.schemas.openai). temperature None = OpenAI's default 1."""
-    extra = {name: getattr(body, name, None) for name in _ANSWER_CHANGING}
+    extra = {name: _plain(getattr(body, name, None)) for name in _ANSWER_CHANGING}
     return CacheRequest(
         tenant_id=tenant_id,
         model=body.model,

@@ -4,26 +4,33 @@ Unknown top-level fields are ignored, as vLLM's server does (tools written for v
 fields, and other servers' too): the response names them in `x-tollgate-ignored-fields`. vLLM's extension
 sampling fields are served (`top_k`, `min_p`, `min_tokens`, `repetition_penalty`, `ignore_eos`,
 `stop_token_ids`, `skip_special_tokens`, `include_stop_str_in_output`, `stream_options.continuous_usage_stats`).
-Fields the SDK knows but we do not serve are accepted only at their neutral value (`tools: []`,
+Structured output (`response_format` json_object / json_schema, and vLLM's `structured_outputs`) and tool
+calls (`tools`, `tool_choice`) are served: gateway/tools turns them into the engine's grammar and prompt.
+Fields the SDK knows but we do not serve are accepted only at their neutral value (`functions: []`,
 `logit_bias: {}`, `echo: false`) and otherwise rejected with a 400 naming the param; bookkeeping fields
 (`metadata`, `store`, `service_tier`, `parallel_tool_calls`, `user`) are accepted and ignored. Nested
 objects the SDK grows over time (`stream_options`) ignore unknown keys.
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_serializer, model_validator
+
+from gateway.tools.grammar import tool_grammar
+from gateway.tools.prompt import call_text, result_text, with_tools
+from gateway.tools.spec import Function, ToolSet
 
 MAX_N = 16  # completions per request (the engine's bound)
 MAX_LOGPROBS = 20  # alternatives per token, as OpenAI's top_logprobs
+MAX_TOOLS = 128  # functions per request, as OpenAI's
+NAME = r"^[A-Za-z0-9_-]{1,64}$"  # a function's or a schema's name, as OpenAI allows them
 
 _NEUTRAL: dict[str, tuple[Any, ...]] = {
     # param -> values that mean "feature off"; anything else is a 400
     "logit_bias": (None, {}),
-    "tools": (None, []),
     "functions": (None, []),
-    "tool_choice": (None, "none", "auto"),
     "function_call": (None, "none", "auto"),
     "echo": (None, False),
     "suffix": (None, ""),
@@ -77,14 +84,141 @@ class TextPart(BaseModel):
     text: str
 
 
+class FunctionCall(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    name: str
+    arguments: str  # a JSON object, as a string
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    id: str
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
-    role: Literal["system", "developer", "user", "assistant"]
-    content: str | list[TextPart]
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[TextPart] | None = None
     name: str | None = None
+    tool_calls: list[ToolCall] | None = None  # an assistant's earlier calls
+    tool_call_id: str | None = None  # the call a tool message answers
+
+    @model_validator(mode="after")
+    def _shape(self) -> "ChatMessage":
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError("only assistant messages carry tool_calls")
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("a tool message needs the tool_call_id it answers")
+        if self.content is None and not (self.role == "assistant" and self.tool_calls):
+            raise ValueError(f"a {self.role} message needs content")
+        return self
 
     def text(self) -> str:
+        if self.content is None:
+            return ""
         return self.content if isinstance(self.content, str) else "".join(p.text for p in self.content)
+
+    def engine_message(self) -> dict[str, str]:
+        """As every chat template reads it: "developer" is the newer name for "system"; a tool's result is a
+        user turn, and an assistant's calls the text it wrote for them (gateway/tools/prompt.py)."""
+        if self.role == "tool":
+            return {"role": "user", "content": result_text(self.text())}
+        if self.tool_calls:
+            calls = [{"name": c.function.name, "arguments": c.function.arguments} for c in self.tool_calls]
+            return {"role": "assistant", "content": self.text() + call_text(calls)}
+        return {"role": "system" if self.role == "developer" else self.role, "content": self.text()}
+
+
+class FunctionDefinition(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    name: str = Field(pattern=NAME)
+    description: str | None = None
+    parameters: dict | None = None  # a JSON Schema for the arguments object
+    strict: bool | None = None  # always enforced when a call is forced; the schema as given otherwise
+
+
+class ToolDefinition(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    type: Literal["function"]
+    function: FunctionDefinition
+
+
+class FunctionName(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    name: str
+
+
+class NamedToolChoice(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    type: Literal["function"]
+    function: FunctionName
+
+
+class JsonSchemaFormat(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True, populate_by_name=True)
+    name: str = Field(pattern=NAME)
+    description: str | None = None
+    schema_: dict | None = Field(None, alias="schema")
+    strict: bool | None = None  # the schema is always enforced
+
+
+class ResponseFormat(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+    type: Literal["text", "json_object", "json_schema"]
+    json_schema: JsonSchemaFormat | None = None
+
+    @model_validator(mode="after")
+    def _schema_with_its_type(self) -> "ResponseFormat":
+        if self.type == "json_schema" and self.json_schema is None:
+            raise ValueError("type json_schema needs json_schema: {name, schema}")
+        return self
+
+    def answer_schema(self) -> dict | None:
+        """The JSON Schema the answer must match; None for free text."""
+        if self.type == "json_object":
+            return {"type": "object"}
+        if self.type == "json_schema":
+            return self.json_schema.schema_ or {}
+        return None
+
+
+class StructuredOutputs(BaseModel):
+    """vLLM's extension field (through extra_body): exactly one constraint."""
+    model_config = ConfigDict(extra="ignore", strict=True)
+    json_: dict | str | None = Field(None, alias="json")
+    regex: str | None = Field(None, min_length=1)
+    choice: list[str] | None = Field(None, min_length=1, max_length=1024)
+    grammar: str | None = Field(None, min_length=1)
+    json_object: bool | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "StructuredOutputs":
+        given = [k for k in ("json_", "regex", "choice", "grammar") if getattr(self, k) is not None]
+        given += ["json_object"] if self.json_object else []
+        if len(given) != 1:
+            raise ValueError("give exactly one of json, regex, choice, grammar, json_object")
+        if self.choice is not None and any(not c for c in self.choice):
+            raise ValueError("choice must be non-empty strings")
+        return self
+
+    def engine_spec(self) -> dict:
+        if self.json_ is not None:
+            try:
+                schema = json.loads(self.json_) if isinstance(self.json_, str) else self.json_
+            except ValueError as e:
+                raise ParamError("structured_outputs", f"structured_outputs.json is not JSON: {e}") from None
+            if not isinstance(schema, dict):
+                raise ParamError("structured_outputs", "structured_outputs.json must be a JSON Schema object")
+            return {"kind": "json_schema", "value": schema}
+        if self.regex is not None:
+            return {"kind": "regex", "value": self.regex}
+        if self.grammar is not None:
+            return {"kind": "grammar", "value": self.grammar}
+        if self.choice is not None:  # one of the strings, as a grammar of literal alternatives
+            return {"kind": "grammar", "value": "start: " + " | ".join(json.dumps(c) for c in self.choice)}
+        return {"kind": "json_object", "value": None}
 
 
 class _Sampling(_Request):
@@ -113,6 +247,20 @@ class _Sampling(_Request):
     stop_token_ids: list[int] | None = Field(None, max_length=64)
     skip_special_tokens: bool | None = None
     include_stop_str_in_output: bool | None = None
+    response_format: ResponseFormat | None = None  # OpenAI's on chat; vLLM takes it on completions too
+    structured_outputs: StructuredOutputs | None = None  # vLLM's
+    # (the engine's `structured` spec or None, the param that asked for it), set once validated
+    _output: tuple[dict | None, str | None] = PrivateAttr((None, None))
+
+    @model_validator(mode="after")
+    def _output_format(self) -> "_Sampling":
+        self._output = self._structured()
+        return self
+
+    @property
+    def output_spec(self) -> tuple[dict | None, str | None]:
+        """(the engine's `structured` spec, the param that asked for it): what the output must match."""
+        return self._output
 
     @field_validator("stop_token_ids")
     @classmethod
@@ -149,29 +297,73 @@ class _Sampling(_Request):
                   "include_stop_str_in_output": self.include_stop_str_in_output}
         return {k: v for k, v in fields.items() if v is not None}
 
+    def _structured(self) -> tuple[dict | None, str | None]:
+        if self.structured_outputs is not None:
+            if self.response_format is not None and self.response_format.type != "text":
+                raise ParamError("structured_outputs", "give response_format or structured_outputs, not both")
+            return self.structured_outputs.engine_spec(), "structured_outputs"
+        schema = self.response_format.answer_schema() if self.response_format else None
+        if schema is None:
+            return None, None
+        if self.response_format.type == "json_object":
+            return {"kind": "json_object", "value": None}, "response_format"
+        return {"kind": "json_schema", "value": schema}, "response_format"
+
 
 class ChatCompletionRequest(_Sampling):
     messages: list[ChatMessage] = Field(min_length=1)
     max_completion_tokens: int | None = Field(None, ge=1)
     logprobs: bool | None = None
     top_logprobs: int | None = Field(None, ge=0, le=MAX_LOGPROBS)
-    tools: list[dict] | None = None
-    tool_choice: str | dict | None = None
+    tools: list[ToolDefinition] | None = Field(None, max_length=MAX_TOOLS)
+    tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
     parallel_tool_calls: bool | None = None
     functions: list[dict] | None = None
     function_call: str | dict | None = None
-    response_format: dict | None = None
     modalities: list[str] | None = None
     audio: dict | None = None
     prediction: dict | None = None
     reasoning_effort: str | None = None
+    _tools: ToolSet | None = PrivateAttr(None)
 
-    @field_validator("response_format")
+    @field_validator("tools")
     @classmethod
-    def _text_only(cls, v: dict | None) -> dict | None:
-        if v is not None and v.get("type") != "text":
-            raise UnsupportedParam("response_format")
+    def _distinct_names(cls, v: list[ToolDefinition] | None) -> list[ToolDefinition] | None:
+        names = [t.function.name for t in v or []]
+        if len(set(names)) != len(names):
+            raise ValueError("tools must have distinct function names")
         return v
+
+    @model_validator(mode="after")
+    def _tools_and_format(self) -> "ChatCompletionRequest":
+        self._tools = self._tool_set()
+        answer = self.response_format.answer_schema() if self.response_format else None
+        if self._tools is not None and self._tools.offered:
+            if self.structured_outputs is not None:
+                raise ParamError("structured_outputs", "structured_outputs cannot be combined with tools; "
+                                                       "use response_format")
+            grammar = tool_grammar(self._tools, answer)
+            self._output = ({"kind": "grammar", "value": grammar}, "tools") if grammar else self._structured()
+        return self
+
+    @property
+    def tool_set(self) -> ToolSet | None:
+        """The tools and the rule for them; None when the request offers none."""
+        return self._tools
+
+    def _tool_set(self) -> ToolSet | None:
+        if not self.tools:
+            if self.tool_choice not in (None, "none"):
+                raise ParamError("tool_choice", "tool_choice needs tools")
+            return None
+        functions = tuple(Function(t.function.name, t.function.description, t.function.parameters or {"type": "object"})
+                          for t in self.tools)
+        if isinstance(self.tool_choice, NamedToolChoice):
+            name = self.tool_choice.function.name
+            if name not in {f.name for f in functions}:
+                raise ParamError("tool_choice", f"tool_choice names function '{name[:64]}', which is not in tools")
+            return ToolSet(functions, "function", name)
+        return ToolSet(functions, self.tool_choice or "auto")
 
     @model_validator(mode="after")
     def _top_logprobs_need_logprobs(self) -> "ChatCompletionRequest":
@@ -188,10 +380,8 @@ class ChatCompletionRequest(_Sampling):
     def token_limit(self) -> int | None:
         return self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens
 
-    def engine_messages(self) -> list[dict]:
-        # "developer" is the newer name for "system"; chat templates know only the latter.
-        return [{"role": "system" if m.role == "developer" else m.role, "content": m.text()}
-                for m in self.messages]
+    def engine_messages(self, tools: ToolSet | None = None) -> list[dict]:
+        return with_tools([m.engine_message() for m in self.messages], tools)
 
 
 class CompletionRequest(_Sampling):
@@ -260,9 +450,21 @@ class Usage(BaseModel):
     prompt_tokens_details: dict[str, int] | None = None
 
 
+def _without_absent_tool_calls(handler, value) -> dict:
+    out = handler(value)
+    if out.get("tool_calls") is None:
+        out.pop("tool_calls", None)
+    return out
+
+
 class AssistantMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
-    content: str
+    content: str | None
+    tool_calls: list[ToolCall] | None = None  # absent from the JSON unless the model called tools
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler) -> dict:
+        return _without_absent_tool_calls(handler, self)
 
 
 class TopLogprob(BaseModel):
@@ -303,9 +505,26 @@ class ChatCompletion(BaseModel):
     system_fingerprint: str | None = None
 
 
+class FunctionCallDelta(BaseModel):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class ToolCallDelta(BaseModel):
+    index: int  # the call's place among this choice's calls
+    id: str | None = None
+    type: Literal["function"] | None = None
+    function: FunctionCallDelta
+
+
 class Delta(BaseModel):
     role: Literal["assistant"] | None = None
     content: str | None = None
+    tool_calls: list[ToolCallDelta] | None = None  # absent from the JSON unless the model called tools
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler) -> dict:
+        return _without_absent_tool_calls(handler, self)
 
 
 class ChunkChoice(BaseModel):

@@ -64,6 +64,8 @@ class GenerationRequest:
     skip_special_tokens: bool = True
     include_stop_str_in_output: bool = False
     logprobs: int | None = None  # None: off; k: each token's logprob and its k likeliest alternatives
+    # None: free text; else what the output must match, {"kind", "value"} (workers/structured/spec.py)
+    structured: dict | None = None
     # Opaque, per tenant: the engine's prefix cache reuses blocks only between requests with the
     # same salt (past any operator-declared public prefix). Never the tenant's identity.
     cache_salt: str | None = None

@@ -34,11 +34,22 @@ def _to_api_error(e: ValidationError) -> APIError:
         return invalid_request(f"{cause.param}: {cause}", param=cause.param)
     if first["type"] == "json_invalid":
         return invalid_request(f"We could not parse the JSON body of your request: {first['msg']}")
-    param = ".".join(str(p) for p in first["loc"]) or None
+    param = ".".join(str(p) for p in first["loc"] if _is_field(p)) or None
     if first["type"] == "model_type" and param is None:
         return invalid_request("The request body must be a JSON object.")
     msg = first["msg"].removeprefix("Value error, ")
     return invalid_request(f"{param}: {msg}" if param else msg, param=param)
+
+
+_TYPE_TAGS = {"str", "int", "float", "bool", "dict", "list", "none"}
+
+
+def _is_field(part: str | int) -> bool:
+    """A location part that names a field or an index, not the union member pydantic tried ("str",
+    "NamedToolChoice", "literal['none','auto']")."""
+    if isinstance(part, int):
+        return True
+    return part.isidentifier() and part not in _TYPE_TAGS and not part[0].isupper()
 
 
 def documented(model: type[BaseModel]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from gateway.api.deps import TenantDep
 from gateway.api.v1.body import ChatBody, documented
 from gateway.api.v1.cached import CacheStep, consult, keeper, replay
 from gateway.api.v1.logprobs import chat_logprobs
+from gateway.api.v1.tool_calls import StreamedCalls, offered_names, whole
 from gateway.api.v1.headers import PinHeader, SessionHeader
 from gateway.api.v1.pipeline.admit import admit
 from gateway.api.v1.pipeline.job import Job
@@ -27,6 +28,8 @@ router = APIRouter()
 class ChatFormat:
     def __init__(self, run: Run) -> None:
         self.run, self.id, self.created = run, response_id(run, "chatcmpl"), int(time.time())
+        self.names = offered_names(run.job.tools)  # functions whose calls the answer is parsed for
+        self.streamed = StreamedCalls(self.names)
 
     def _chunk(self, choices: list[ChunkChoice], usage=None) -> ChatCompletionChunk:
         return ChatCompletionChunk(id=self.id, created=self.created, model=self.run.served_as, choices=choices,
@@ -40,17 +43,24 @@ class ChatFormat:
                             for i in range(self.run.job.n)])
 
     def delta(self, deltas: list[CompletionDelta], usage: Usage | None) -> ChatCompletionChunk:
-        return self._chunk([ChunkChoice(index=d.index, delta=Delta(content=d.text or None), finish_reason=d.finish_reason,
-                                        logprobs=chat_logprobs(d.logprobs, self._texts)) for d in deltas], usage)
+        return self._chunk([self._choice_delta(d) for d in deltas], usage)
+
+    def _choice_delta(self, d: CompletionDelta) -> ChunkChoice:
+        text, calls, finish_reason = self.streamed.step(d.index, d.text, d.finish_reason)
+        return ChunkChoice(index=d.index, delta=Delta(content=text or None, tool_calls=calls),
+                           finish_reason=finish_reason, logprobs=chat_logprobs(d.logprobs, self._texts))
 
     def usage_chunk(self) -> ChatCompletionChunk:
         return self._chunk([], usage=self.run.usage())
 
     def complete(self, choices: list[Choice]) -> ChatCompletion:
         return ChatCompletion(id=self.id, created=self.created, model=self.run.served_as, usage=self.run.usage(),
-                              choices=[ChatChoice(index=c.index, message=AssistantMessage(content=c.text),
-                                                  finish_reason=c.finish_reason,
-                                                  logprobs=chat_logprobs(c.logprobs, self._texts)) for c in choices])
+                              choices=[self._choice(c) for c in choices])
+
+    def _choice(self, c: Choice) -> ChatChoice:
+        content, calls, finish_reason = whole(c.text, c.finish_reason, self.names)
+        return ChatChoice(index=c.index, message=AssistantMessage(content=content, tool_calls=calls),
+                          finish_reason=finish_reason, logprobs=chat_logprobs(c.logprobs, self._texts))
 
 
 @router.post("/chat/completions", openapi_extra=documented(ChatCompletionRequest))

@@ -35,8 +35,16 @@ def request_for(run: Run, version: str) -> GenerationRequest:
     return GenerationRequest(
         request_id=run.request_id, version=version, prompt=job.prompt, messages=job.messages,
         max_tokens=run.max_tokens, temperature=job.temperature, top_p=job.top_p, seed=job.seed, stop=job.stop,
-        **{**job.sampling, "n": job.generated}, logprobs=job.logprobs,
+        **{**job.sampling, "n": job.generated}, logprobs=job.logprobs, structured=job.structured,
         cache_salt=run.svc.salter.salt(run.principal.tenant_id))
+
+
+def _bad_parameters(run: Run, message: str) -> APIError:
+    """The engine's refusal as a 400; a spec that does not compile is named by the field that asked for it."""
+    if message.startswith("structured") and run.job.structured_param is not None:
+        param = run.job.structured_param
+        return invalid_request(f"{param}: {message.removeprefix('structured: ')}", param=param)
+    return invalid_request(message)
 
 
 async def open_generation(run: Run) -> tuple[AsyncIterator[GenerationChunk], GenerationChunk]:
@@ -60,7 +68,7 @@ async def open_generation(run: Run) -> tuple[AsyncIterator[GenerationChunk], Gen
             raise tenant_queue_full() from None
         except ValueError as e:
             await stream.aclose()
-            raise invalid_request(str(e)) from None
+            raise _bad_parameters(run, str(e)) from None
         except TimeoutError:
             await stream.aclose()
             run.version = version

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.schemas.openai import ChatCompletionRequest, CompletionRequest
+from gateway.tools.spec import ToolSet
 
 
 @dataclass(slots=True)
@@ -26,20 +27,24 @@ class Job:
     best_of: int | None = None  # generate this many, return the n likeliest
     continuous_usage: bool = False  # usage on every streamed chunk (vLLM's stream_options field)
     ignored: list[str] = field(default_factory=list)  # unknown fields the request carried
+    structured: dict | None = None  # what the output must match, as the engine takes it ({"kind", "value"})
+    structured_param: str | None = None  # the request field that asked for it: a compile error's 400 names it
+    tools: ToolSet | None = None  # the functions offered, and the rule for calling them
 
     @classmethod
     def from_chat(cls, body: ChatCompletionRequest) -> Job:
-        return cls("/v1/chat/completions", body.model, None, body.engine_messages(), body.token_limit,
+        structured, param = body.output_spec
+        return cls("/v1/chat/completions", body.model, None, body.engine_messages(body.tool_set), body.token_limit,
                    _or(body.temperature, 1.0), _or(body.top_p, 1.0), body.seed, body.stop_list(),
                    bool(body.stream), body.include_usage, body.user, body.engine_sampling(), body.logprobs_k,
-                   None, body.continuous_usage, body.ignored_fields)
+                   None, body.continuous_usage, body.ignored_fields, structured, param, body.tool_set)
 
     @classmethod
     def from_completion(cls, body: CompletionRequest) -> Job:
         return cls("/v1/completions", body.model, body.prompt_text(), None, body.token_limit,
                    _or(body.temperature, 1.0), _or(body.top_p, 1.0), body.seed, body.stop_list(),
                    bool(body.stream), body.include_usage, body.user, body.engine_sampling(), body.logprobs_k,
-                   body.best_of, body.continuous_usage, body.ignored_fields)
+                   body.best_of, body.continuous_usage, body.ignored_fields, *body.output_spec)
 
     @property
     def n(self) -> int:
@@ -52,8 +57,9 @@ class Job:
 
     @property
     def cacheable(self) -> bool:
-        """One plain text answer the semantic cache can hold and replay."""
-        return self.generated == 1 and self.logprobs is None and not (set(self.sampling) - {"n"})
+        """One plain text answer the semantic cache can hold and replay (not one shaped by a format or tools)."""
+        return (self.generated == 1 and self.logprobs is None and not (set(self.sampling) - {"n"})
+                and self.structured is None and self.tools is None)
 
     @property
     def prompt_param(self) -> str:

@@ -16,7 +16,8 @@ def test_documented_inlines_nested_models():
     schema = body["content"]["application/json"]["schema"]
     assert body["required"] and "$ref" not in json.dumps(schema) and "$defs" not in schema
     message = schema["properties"]["messages"]["items"]
-    assert message["required"] == ["role", "content"] and message["additionalProperties"] is False
+    assert message["required"] == ["role"] and message["additionalProperties"] is False
+    assert {"content", "tool_calls", "tool_call_id"} <= set(message["properties"])
 
 
 @pytest.mark.parametrize("path,model", [("/v1/chat/completions", ChatCompletionRequest),

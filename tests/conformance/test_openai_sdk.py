@@ -150,3 +150,20 @@ def test_models_health_tokenize_detokenize(tenant):
     bad = httpx.post(f"{server.url}/detokenize", headers=h, json={"model": MODEL, "tokens": [10**9]})
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "tokens"
     assert httpx.post(f"{server.url}/tokenize", json={"model": MODEL, "prompt": "x"}).status_code == 401
+
+
+def test_responses_whole_streamed_and_continued(tenant):
+    tenant_id, _, client, _, url = tenant
+    raw = client.responses.with_raw_response.create(model=MODEL, input="Name a colour.", max_output_tokens=8,
+                                                    temperature=0, instructions="Answer in one word.")
+    first = raw.parse()
+    assert first.status in ("completed", "incomplete") and first.output_text
+    row = billed(url, tenant_id, raw.headers["x-request-id"])
+    assert (row.prompt_tokens, row.completion_tokens) == (first.usage.input_tokens, first.usage.output_tokens)
+    events = list(client.responses.create(model=MODEL, input="And another?", max_output_tokens=8, temperature=0,
+                                          previous_response_id=first.id, stream=True))
+    kinds = [e.type for e in events]
+    assert kinds[0] == "response.created" and kinds[-1] in ("response.completed", "response.incomplete")
+    final = events[-1].response
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == final.output_text
+    assert final.usage.input_tokens > first.usage.input_tokens  # the first exchange came along

@@ -7,6 +7,7 @@ _DTYPES = ("float32", "bfloat16", "float16")
 _DEVICES = ("cpu", "cuda")
 _KERNELS = ("auto", "cpu", "triton", "torch")
 _QUANTIZATION = (None, "int8", "int4", "q8_0")
+_POLICIES = ("fair", "priority", "fcfs")
 
 
 @dataclass(slots=True)
@@ -37,6 +38,15 @@ class EngineConfig:
     max_waiting_requests: int | None = 512
     max_waiting_per_tenant: int | None = 64
     max_num_batched_tokens: int = 1024
+    # Who runs next (workers/engine/scheduling_policy.py): "fair" (priority, then per-tenant fair share by
+    # virtual token counters, then arrival), "priority" (priority, then arrival) or "fcfs". With one tenant
+    # and one priority all three are FCFS. Fair share weighs a prefill token fair_prefill_weight and a
+    # generated one fair_decode_weight; a waiting request displaces a running one of another tenant served
+    # fair_preempt_margin weighted tokens more than its own.
+    scheduling_policy: str = "fair"
+    fair_prefill_weight: float = 1.0
+    fair_decode_weight: float = 2.0
+    fair_preempt_margin: float = 256.0
     max_model_len: int | None = None  # None: the model's own context length
     enable_prefix_caching: bool = True
     # Prompt heads every tenant may share in the prefix cache despite per-request salts, e.g. a
@@ -81,6 +91,10 @@ class EngineConfig:
             raise ValueError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
         if self.max_num_batched_tokens < 1:
             raise ValueError(f"max_num_batched_tokens must be >= 1, got {self.max_num_batched_tokens}")
+        if self.scheduling_policy not in _POLICIES:
+            raise ValueError(f"scheduling_policy must be one of {_POLICIES}, got {self.scheduling_policy!r}")
+        if min(self.fair_prefill_weight, self.fair_decode_weight, self.fair_preempt_margin) < 0:
+            raise ValueError("fair_prefill_weight, fair_decode_weight and fair_preempt_margin must be >= 0")
         for i, p in enumerate(self.shared_prefixes):
             ok = (isinstance(p, str) and p) or (isinstance(p, list) and p and all(
                 isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)

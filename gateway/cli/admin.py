@@ -34,6 +34,7 @@ _TENANT_OPTIONS = [  # (flag, body field, type)
     ("--cache-enabled", "cache_enabled", _flag), ("--cache-allow-sampling", "cache_allow_sampling", _flag),
     ("--cache-threshold", "cache_threshold", float), ("--cache-ttl", "cache_ttl_s", limit),
     ("--cache-max-entries", "cache_max_entries", limit),
+    ("--priority", "priority", int), ("--share-weight", "share_weight", float),
 ]
 
 

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from gateway.schemas.billing import Money
 
@@ -46,17 +46,23 @@ class CacheSettings(_Body):
     cache_max_entries: Count | None = None
 
 
-class TenantCreate(CacheSettings):
+class SchedulingPlan(_Body):
+    # Lower runs earlier in the engines' queues; a request may ask for a higher number, never a lower one.
+    priority: Annotated[int, Field(ge=-1000, le=1000)] | None = None
+    share_weight: Annotated[float, Field(gt=0, le=1000)] | None = None  # fair share relative to other tenants
+
+
+class TenantCreate(CacheSettings, SchedulingPlan):
     name: Name
     rpm: Limit | None = None
     tpm: Limit | None = None
     monthly_token_budget: Budget | None = None
 
 
-_NOT_NULL = ("name", "status", "cache_enabled", "cache_allow_sampling")
+_NOT_NULL = ("name", "status", "cache_enabled", "cache_allow_sampling", "priority", "share_weight")
 
 
-class TenantUpdate(CacheSettings):
+class TenantUpdate(CacheSettings, SchedulingPlan):
     """Only the fields sent change; null clears a limit or cache override."""
     name: Name | None = None
     status: Literal["active", "disabled"] | None = None
@@ -64,12 +70,13 @@ class TenantUpdate(CacheSettings):
     tpm: Limit | None = None
     monthly_token_budget: Budget | None = None
 
-    @model_validator(mode="after")
-    def _required_not_null(self) -> "TenantUpdate":
-        for field in _NOT_NULL:
-            if field in self.model_fields_set and getattr(self, field) is None:
-                raise ValueError(f"{field} cannot be null")
-        return self
+    @field_validator(*_NOT_NULL)
+    @classmethod
+    def _required_not_null(cls, value, info):
+        # Runs only for fields the body sent: absent means unchanged, null is refused, naming the field.
+        if value is None:
+            raise ValueError(f"{info.field_name} cannot be null")
+        return value
 
 
 class TenantOut(BaseModel):
@@ -87,6 +94,8 @@ class TenantOut(BaseModel):
     cache_threshold: float | None
     cache_ttl_s: int | None
     cache_max_entries: int | None
+    priority: int
+    share_weight: float
     created_at: datetime
 
 

@@ -247,6 +247,7 @@ class _Sampling(_Request):
     stop_token_ids: list[int] | None = Field(None, max_length=64)
     skip_special_tokens: bool | None = None
     include_stop_str_in_output: bool | None = None
+    priority: int | None = Field(None, ge=-1000, le=1000)  # vLLM's: lower runs earlier (never below the plan's)
     response_format: ResponseFormat | None = None  # OpenAI's on chat; vLLM takes it on completions too
     structured_outputs: StructuredOutputs | None = None  # vLLM's
     # (the engine's `structured` spec or None, the param that asked for it), set once validated

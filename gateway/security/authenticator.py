@@ -136,7 +136,8 @@ class KeyAuthenticator:
                 rpm=tenant.rpm, tpm=tenant.tpm, monthly_token_budget=tenant.monthly_token_budget,
                 key_rpm=api_key.rpm, key_tpm=api_key.tpm, cache_enabled=tenant.cache_enabled,
                 cache_allow_sampling=tenant.cache_allow_sampling, cache_threshold=tenant.cache_threshold,
-                cache_ttl_s=tenant.cache_ttl_s, cache_max_entries=tenant.cache_max_entries)
+                cache_ttl_s=tenant.cache_ttl_s, cache_max_entries=tenant.cache_max_entries,
+                priority=tenant.priority, share_weight=tenant.share_weight)
             expires_at = api_key.expires_at
         self._store(key_hash, _Entry(principal, self._clock() + self._ttl_s, expires_at))
         return principal

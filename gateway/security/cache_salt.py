@@ -1,4 +1,5 @@
-"""Per-tenant prefix-cache salts: opaque to the workers, stable across gateway replicas."""
+"""Per-tenant keys for the workers, opaque to them and stable across gateway replicas: the prefix-cache salt
+and the fair-share key the engines' schedulers count service by."""
 from __future__ import annotations
 
 import hashlib
@@ -14,6 +15,7 @@ class CacheSalter:
         if enabled and not secret:
             raise ValueError("a cache salt secret is required when prefix-cache isolation is on")
         self._key = hashlib.sha256(b"tollgate-prefix-cache-salt\x00" + secret.encode()).digest()
+        self._fair_key = hashlib.sha256(b"tollgate-fair-share\x00" + secret.encode()).digest()
         self.enabled = enabled
 
     def salt(self, tenant_id: str) -> str | None:
@@ -21,3 +23,8 @@ class CacheSalter:
         if not self.enabled:
             return None
         return hmac.new(self._key, tenant_id.encode(), hashlib.sha256).hexdigest()[:32]
+
+    def tenant_key(self, tenant_id: str) -> str:
+        """The tenant's fair-share key in the engines' queues (always set: fairness holds with isolation off),
+        under its own key so it never equals the tenant's salt."""
+        return hmac.new(self._fair_key, tenant_id.encode(), hashlib.sha256).hexdigest()[:32]

@@ -22,6 +22,9 @@ class Principal:
     cache_threshold: float | None = None
     cache_ttl_s: int | None = None
     cache_max_entries: int | None = None
+    # The tenant's scheduling plan in the engines' queues (lower priority runs earlier; fair-share weight).
+    priority: int = 0
+    share_weight: float = 1.0
 
 
 def key_allows_model(principal: Principal, model: str) -> bool:

@@ -66,6 +66,11 @@ class GenerationRequest:
     logprobs: int | None = None  # None: off; k: each token's logprob and its k likeliest alternatives
     # None: free text; else what the output must match, {"kind", "value"} (workers/structured/spec.py)
     structured: dict | None = None
+    # The engine's queue order (workers/schedule_params.py): lower priority runs earlier; `tenant` is an
+    # opaque fair-share key (never the tenant's identity) and `tenant_weight` its share.
+    priority: int = 0
+    tenant: str | None = None
+    tenant_weight: float = 1.0
     # Opaque, per tenant: the engine's prefix cache reuses blocks only between requests with the
     # same salt (past any operator-declared public prefix). Never the tenant's identity.
     cache_salt: str | None = None

@@ -9,7 +9,7 @@ from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationR
                                   VersionOverloaded, VersionUnavailable)
 from workers.config import EngineConfig
 from workers.engine.async_engine import AsyncEngine, EngineDeadError, EngineOverloaded
-from workers.serve.protocol import ChunkWriter, sampling_params
+from workers.serve.protocol import ChunkWriter, sampling_params, schedule_params
 
 
 class InProcessBackend:
@@ -54,9 +54,9 @@ class InProcessBackend:
     async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationChunk]:
         engine = self._engine(request.version)
         wire = asdict(request)
-        params = sampling_params(wire)  # ValueError naming the field: a 400
+        params, schedule = sampling_params(wire), schedule_params(wire)  # ValueError naming the field: a 400
         outputs = engine.generate(request.request_id, request.prompt, messages=request.messages, params=params,
-                                  cache_salt=request.cache_salt)
+                                  cache_salt=request.cache_salt, schedule=schedule)
         chunk = ChunkWriter()  # the replica's chunk format, so both backends hand the gateway the same
         started = False
         try:

@@ -25,7 +25,7 @@ from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationR
 from gateway.settings import Settings
 from workers.engine.async_engine import EngineOverloaded
 from workers.engine.input_processor import InputProcessor
-from workers.serve.protocol import sampling_params
+from workers.serve.protocol import sampling_params, schedule_params
 from workers.serve.app import app_name, deploy, versions_from_catalogue
 from workers.serve.config import VersionServeConfig
 from workers.serve.health import VersionHealth
@@ -185,7 +185,7 @@ class RayServeBackend:
         if handle is None:
             raise VersionUnavailable(f"version {version!r} is not deployed")
         payload = asdict(request)
-        sampling_params(payload)  # ValueError naming the field: a 400, before a replica is bothered
+        sampling_params(payload), schedule_params(payload)  # ValueError naming the field: a 400, before a replica is bothered
         if not self._health.healthy(version):
             raise VersionUnavailable(f"version {version!r} has no ready replica")
         gen = handle.options(stream=True).generate.remote(payload, prefix_key=prefix_key)

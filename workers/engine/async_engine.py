@@ -20,6 +20,7 @@ from workers.engine.llm_engine import LLMEngine
 from workers.engine.sequence import Sequence
 from workers.outputs import RequestOutput
 from workers.sampling_params import SamplingParams
+from workers.schedule_params import ScheduleParams
 
 
 class EngineDeadError(RuntimeError):
@@ -125,12 +126,14 @@ class AsyncEngine:
 
     async def generate(self, request_id: str, prompt: str | list[int] | None = None, *,
                        messages: list[dict] | None = None, params: SamplingParams | None = None,
-                       cache_salt: str | None = None) -> AsyncIterator[RequestOutput]:
+                       cache_salt: str | None = None,
+                       schedule: ScheduleParams | None = None) -> AsyncIterator[RequestOutput]:
         """Stream delta outputs. Bad input raises ValueError before anything is queued; leaving
         early (aclose, cancellation, a dropped client) aborts the request and frees its blocks.
-        `cache_salt` confines prefix-cache reuse to requests carrying the same salt."""
+        `cache_salt` confines prefix-cache reuse to requests carrying the same salt; `schedule` is the
+        request's priority and fair-share tenant."""
         seq = self._engine.input_processor.make_sequence(request_id, prompt, messages=messages, params=params,
-                                                         cache_salt=cache_salt)
+                                                         cache_salt=cache_salt, schedule=schedule)
         if request_id in self._streams:
             raise ValueError(f"request_id {request_id!r} is already in flight")
         await self.start()

@@ -11,6 +11,7 @@ from jinja2 import TemplateError
 
 from workers.engine.sequence import Sequence
 from workers.sampling_params import SamplingParams
+from workers.schedule_params import ScheduleParams
 from workers.structured.compiler import CompiledGrammar, GrammarCompiler
 
 
@@ -48,7 +49,7 @@ class InputProcessor:
 
     def make_sequence(self, request_id: str, prompt: str | list[int] | None = None, *,
                       messages: list[dict] | None = None, params: SamplingParams | None = None,
-                      cache_salt: str | None = None) -> Sequence:
+                      cache_salt: str | None = None, schedule: ScheduleParams | None = None) -> Sequence:
         """`cache_salt`: an opaque per-tenant string; prefix-cache blocks past the public prefix
         are reused only by requests with the same salt. None shares them with every caller."""
         if not isinstance(request_id, str) or not request_id:
@@ -62,7 +63,7 @@ class InputProcessor:
             raise ValueError("cache_salt must be a non-empty string of at most 256 characters")
         ids = self.tokenize(prompt, messages)
         seq = Sequence(request_id, list(ids), len(ids), params, self.block_size, cache_salt=cache_salt,
-                       grammar=self._grammar(params))
+                       grammar=self._grammar(params), schedule=schedule or ScheduleParams())
         seq.num_public_tokens = self.public_prefix_len(ids)
         return seq
 

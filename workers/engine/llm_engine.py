@@ -16,6 +16,7 @@ from workers.engine.scheduler_output import ModelRunnerOutput
 from workers.engine.sequence import Sequence
 from workers.outputs import RequestOutput
 from workers.sampling_params import SamplingParams
+from workers.schedule_params import ScheduleParams
 from workers.structured.compiler import GrammarCompiler
 
 
@@ -48,11 +49,11 @@ class LLMEngine:
 
     def add_request(self, request_id: str, prompt: str | list[int] | None = None, *,
                     messages: list[dict] | None = None, params: SamplingParams | None = None,
-                    cache_salt: str | None = None) -> None:
+                    cache_salt: str | None = None, schedule: ScheduleParams | None = None) -> None:
         """Validate and queue a request; ValueError (naming the field) leaves the engine untouched."""
         self._check_new_id(request_id)
         seq = self.input_processor.make_sequence(request_id, prompt, messages=messages, params=params,
-                                                 cache_salt=cache_salt)
+                                                 cache_salt=cache_salt, schedule=schedule)
         self.add_sequence(seq, prompt if isinstance(prompt, str) else None)
 
     def add_sequence(self, seq: Sequence, prompt: str | None = None) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from workers.config import EngineConfig
 from workers.engine.block_manager import BlockManager
 from workers.engine.scheduler_output import ModelRunnerOutput, ScheduledSequence, SchedulerOutput
+from workers.engine.scheduling_policy import make_policy
 from workers.engine.sequence import Sequence, SequenceStatus
 from workers.outputs import TokenLogprob
 
@@ -49,6 +50,9 @@ class Scheduler:
         # Waiting sequences per cache salt (the gateway's opaque tenant key). Written by the engine thread only;
         # AsyncEngine reads it from the event loop for admission (a dict lookup: no lock needed).
         self.waiting_by_salt: Counter[str | None] = Counter()
+        # Who is admitted next, preempted first, and may displace whom (priority, fair share, arrival).
+        self.policy = make_policy(config.scheduling_policy, prefill_weight=config.fair_prefill_weight,
+                                  decode_weight=config.fair_decode_weight, preempt_margin=config.fair_preempt_margin)
 
     def add(self, seq: Sequence) -> None:
         if seq.request_id in self._requests:
@@ -56,6 +60,7 @@ class Scheduler:
         if seq.params.n > self.max_num_seqs:
             raise ValueError(f"n ({seq.params.n}) exceeds max_num_seqs ({self.max_num_seqs})")
         self._requests[seq.request_id] = [seq]
+        self.policy.arrive(seq)
         self.waiting.append(seq)
         self.waiting_by_salt[seq.cache_salt] += 1
 
@@ -70,9 +75,11 @@ class Scheduler:
 
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
+        self._displace(out)
+        displaced = len(out.preempted)
         budget = self._schedule_running(out, self.max_num_batched_tokens)
-        # After a preemption the pool is short: admitting newcomers would only thrash.
-        if not out.preempted:
+        # After a preemption for blocks the pool is short: admitting newcomers would only thrash.
+        if len(out.preempted) == displaced:
             self._schedule_waiting(out, budget)
         out.blocks_to_copy = self.block_manager.take_copies()
         return out
@@ -116,17 +123,19 @@ class Scheduler:
         while i < len(self.running) and budget > 0:
             seq = self.running[i]
             num_new = min(seq.num_tokens - seq.num_computed_tokens, budget)
-            if not self._allocate_or_preempt(seq, num_new, out):
+            if not self._allocate_or_preempt(seq, i, num_new, out):
                 break
             out.scheduled.append(ScheduledSequence(seq, num_new))
             budget -= num_new
             i += 1
         return budget
 
-    def _allocate_or_preempt(self, seq: Sequence, num_new: int, out: SchedulerOutput) -> bool:
-        """Free blocks by preempting the newest running sequences; False if seq itself went."""
+    def _allocate_or_preempt(self, seq: Sequence, i: int, num_new: int, out: SchedulerOutput) -> bool:
+        """Free blocks by preempting the policy's victims among running[i:] (seq = running[i] and those not
+        yet scheduled this step); False if seq itself went."""
         while not self.block_manager.allocate_slots(seq, num_new):
-            victim = self.running.pop()
+            victim = self.policy.victim(self.running[i:])
+            self.running.remove(victim)
             self._preempt(victim)
             out.preempted.append(victim)
             if victim is seq:
@@ -139,7 +148,7 @@ class Scheduler:
         # A parent yet to fork holds batch slots for its n completions.
         slots = len(self.running) + sum(s.params.n - 1 for s in self.running if s.awaiting_fork)
         while self.waiting and budget > 0:
-            seq = self.waiting[0]
+            seq = self.policy.next_waiting(self.waiting)
             need = seq.params.n if seq.awaiting_fork else 1
             if slots + need > self.max_num_seqs:
                 break
@@ -148,12 +157,35 @@ class Scheduler:
             num_new = min(seq.num_tokens - num_cached, budget)
             if not self.block_manager.allocate_slots(seq, num_new, cached):
                 break
-            self.waiting.popleft()
+            self.waiting.remove(seq)
             self._count_waiting(seq, -1)
             self._admit(seq, num_cached)
             out.scheduled.append(ScheduledSequence(seq, num_new))
             budget -= num_new
             slots += need
+
+    def _displace(self, out: SchedulerOutput) -> None:
+        """With the batch full, preempt running sequences the policy ranks below the best waiting one (a
+        lower priority, or a tenant served far more), so it is admitted this step."""
+        while self.waiting and self.running:
+            slots = len(self.running) + sum(s.params.n - 1 for s in self.running if s.awaiting_fork)
+            candidate = self.policy.next_waiting(self.waiting)
+            need = candidate.params.n if candidate.awaiting_fork else 1
+            full = slots + need > self.max_num_seqs or not self._fits(candidate)
+            if not full:
+                return
+            victim = self.policy.victim(self.running)
+            if not self.policy.displaces(candidate, victim):
+                return
+            self.running.remove(victim)
+            self._preempt(victim)
+            out.preempted.append(victim)
+
+    def _fits(self, seq: Sequence) -> bool:
+        """The pool holds seq's first chunk (after its cached prefix) now."""
+        cached = self.block_manager.find_cached_prefix(seq)
+        num_new = min(seq.num_tokens - len(cached) * self.block_manager.block_size, self.max_num_batched_tokens)
+        return self.block_manager.can_allocate_slots(seq, num_new, cached)
 
     def _admit(self, seq: Sequence, num_cached: int) -> None:
         seq.num_computed_tokens = num_cached
@@ -175,6 +207,8 @@ class Scheduler:
                  out: SchedulerOutput) -> list[Sequence]:
         """Returns the sequences (s.seq and any children forked now) that this step finished."""
         seq = s.seq
+        prefill = max(0, min(s.num_new_tokens, seq.num_prompt_tokens - seq.num_computed_tokens))
+        self.policy.charge(seq, prefill_tokens=prefill, decode_tokens=len(tokens))
         seq.num_computed_tokens += s.num_new_tokens
         self.block_manager.cache_blocks(seq)
         if len(tokens) != s.num_samples:
@@ -197,6 +231,8 @@ class Scheduler:
             self.block_manager.fork(parent, child)
             children.append(child)
         self.running += children  # the newest: preempted first
+        for child in children:
+            self.policy.arrive(child)
         self._requests[parent.request_id] += children
         out.forked += children
         return children
@@ -230,6 +266,7 @@ class Scheduler:
         now = time.monotonic()
         for seq in seqs:
             self.block_manager.free(seq)
+            self.policy.leave(seq)
             seq.status = SequenceStatus.FINISHED
             seq.finished_time = now
             live = self._requests[seq.request_id]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from workers.outputs import TokenLogprob
 from workers.sampling_params import SamplingParams
+from workers.schedule_params import ScheduleParams
 
 if TYPE_CHECKING:
     from workers.structured.compiler import CompiledGrammar
@@ -50,6 +51,7 @@ class Sequence:
     output_logprobs: list[TokenLogprob] = field(default_factory=list)  # one per output token, when asked for
     # params.structured compiled at submission (immutable, shared by the request's completions); None: free text.
     grammar: CompiledGrammar | None = None
+    schedule: ScheduleParams = field(default_factory=ScheduleParams)  # priority and fair-share tenant
 
     @property
     def num_tokens(self) -> int:
@@ -98,4 +100,4 @@ class Sequence:
                         cache_salt=self.cache_salt, num_public_tokens=self.num_public_tokens,
                         first_scheduled_time=self.first_scheduled_time, index=index,
                         cumulative_logprob=self.cumulative_logprob, output_logprobs=list(self.output_logprobs),
-                        grammar=self.grammar)
+                        grammar=self.grammar, schedule=self.schedule)

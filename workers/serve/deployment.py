@@ -13,7 +13,7 @@ from ray import serve
 from workers.config import EngineConfig
 from workers.engine.async_engine import AsyncEngine
 from workers.sampling_params import SamplingParams
-from workers.serve.protocol import SAMPLING_FIELDS, ChunkWriter, sampling_params
+from workers.serve.protocol import SAMPLING_FIELDS, ChunkWriter, sampling_params, schedule_params
 
 # GenerationRequest fields a replica turns into SamplingParams (the wire format: workers/serve/protocol.py).
 _SAMPLING = SAMPLING_FIELDS
@@ -47,11 +47,11 @@ class VersionServer:
         `cumulative_logprob`: workers/serve/protocol.py). The first carries `version` and `replica`.
         When the caller cancels, closing the engine stream aborts the request (all n completions).
         `prefix_key` is read by the prefix-affinity request router, not here."""
-        params = sampling_params(request)
+        params, schedule = sampling_params(request), schedule_params(request)
         # A fresh id per attempt: a retry may reach this replica while the last one still aborts.
         rid = f"{request['request_id']}-{uuid.uuid4().hex[:8]}"
         outputs = self._engine.generate(rid, request.get("prompt"), messages=request.get("messages"), params=params,
-                                        cache_salt=request.get("cache_salt"))
+                                        cache_salt=request.get("cache_salt"), schedule=schedule)
         first = True
         write = ChunkWriter()
         self._active += 1

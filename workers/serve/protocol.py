@@ -14,6 +14,9 @@ schema or grammar that does not compile) is a ValueError naming `structured`, ra
 its shape and by the engine, at submission, for the rest. The output ends (finish_reason "stop") when the
 value is complete, or is cut at max_tokens ("length") as any other.
 
+A request's `priority` (lower runs earlier), `tenant` (an opaque fair-share key) and `tenant_weight` order it
+against others in the engine's queue (ScheduleParams, schedule_params).
+
 A chunk keeps the keys the gateway has always read, with their meaning for n == 1 unchanged:
 `text`, `token_ids`, `prompt_tokens`, `completion_tokens`, `cached_tokens`, `finish_reason`. It adds:
 
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 from workers.outputs import CompletionOutput, RequestOutput, TokenLogprob
 from workers.sampling_params import SamplingParams
+from workers.schedule_params import ScheduleParams
 
 # Request fields a replica turns into SamplingParams (absent ones keep SamplingParams' defaults).
 SAMPLING_FIELDS = ("n", "max_tokens", "min_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty",
@@ -44,6 +48,15 @@ SAMPLING_FIELDS = ("n", "max_tokens", "min_tokens", "temperature", "top_p", "top
 def sampling_params(request: dict) -> SamplingParams:
     """The request's sampling fields; ValueError, naming the field, for a bad value."""
     return SamplingParams(**{k: request[k] for k in SAMPLING_FIELDS if k in request})
+
+
+# Request fields -> ScheduleParams' (absent or None: the default).
+SCHEDULE_FIELDS = {"priority": "priority", "tenant": "tenant", "tenant_weight": "weight"}
+
+
+def schedule_params(request: dict) -> ScheduleParams:
+    """The request's priority and fair-share tenant; ValueError, naming the field, for a bad value."""
+    return ScheduleParams(**{ours: request[k] for k, ours in SCHEDULE_FIELDS.items() if request.get(k) is not None})
 
 
 class ChunkWriter:

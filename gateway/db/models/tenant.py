@@ -30,4 +30,9 @@ class Tenant(Base):
     cache_threshold: Mapped[float | None] = mapped_column(Float)
     cache_ttl_s: Mapped[int | None] = mapped_column(Integer)
     cache_max_entries: Mapped[int | None] = mapped_column(Integer)
+    # Scheduling plan, passed to the engines with every request: lower priority numbers run earlier (a request
+    # may ask for a higher number, never a lower one), and share_weight is the tenant's fair share of a busy
+    # replica relative to others (2.0: twice a tenant of 1.0).
+    priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    share_weight: Mapped[float] = mapped_column(Float, default=1.0, server_default="1")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -31,12 +31,15 @@ def tenant_queue_full() -> APIError:
 
 
 def request_for(run: Run, version: str) -> GenerationRequest:
-    job = run.job
+    job, principal = run.job, run.principal
+    # A request may lower its own priority (a higher number), never raise it above its tenant's plan.
+    priority = principal.priority if job.priority is None else max(principal.priority, job.priority)
     return GenerationRequest(
         request_id=run.request_id, version=version, prompt=job.prompt, messages=job.messages,
         max_tokens=run.max_tokens, temperature=job.temperature, top_p=job.top_p, seed=job.seed, stop=job.stop,
         **{**job.sampling, "n": job.generated}, logprobs=job.logprobs, structured=job.structured,
-        cache_salt=run.svc.salter.salt(run.principal.tenant_id))
+        cache_salt=run.svc.salter.salt(principal.tenant_id), priority=priority,
+        tenant=run.svc.salter.tenant_key(principal.tenant_id), tenant_weight=principal.share_weight)
 
 
 def _bad_parameters(run: Run, message: str) -> APIError:

@@ -30,6 +30,7 @@ class Job:
     structured: dict | None = None  # what the output must match, as the engine takes it ({"kind", "value"})
     structured_param: str | None = None  # the request field that asked for it: a compile error's 400 names it
     tools: ToolSet | None = None  # the functions offered, and the rule for calling them
+    priority: int | None = None  # asked for (vLLM's extension); the tenant's plan bounds it from below
 
     @classmethod
     def from_chat(cls, body: ChatCompletionRequest) -> Job:
@@ -37,14 +38,14 @@ class Job:
         return cls("/v1/chat/completions", body.model, None, body.engine_messages(body.tool_set), body.token_limit,
                    _or(body.temperature, 1.0), _or(body.top_p, 1.0), body.seed, body.stop_list(),
                    bool(body.stream), body.include_usage, body.user, body.engine_sampling(), body.logprobs_k,
-                   None, body.continuous_usage, body.ignored_fields, structured, param, body.tool_set)
+                   None, body.continuous_usage, body.ignored_fields, structured, param, body.tool_set, body.priority)
 
     @classmethod
     def from_completion(cls, body: CompletionRequest) -> Job:
         return cls("/v1/completions", body.model, body.prompt_text(), None, body.token_limit,
                    _or(body.temperature, 1.0), _or(body.top_p, 1.0), body.seed, body.stop_list(),
                    bool(body.stream), body.include_usage, body.user, body.engine_sampling(), body.logprobs_k,
-                   body.best_of, body.continuous_usage, body.ignored_fields, *body.output_spec)
+                   body.best_of, body.continuous_usage, body.ignored_fields, *body.output_spec, None, body.priority)
 
     @property
     def n(self) -> int:

@@ -54,6 +54,8 @@ async def test_duplicate_name_is_a_conflict(admin_http):
     ({"name": "a", "cache_threshold": 1.01}, "cache_threshold"),
     ({"name": "a", "cache_ttl_s": -1}, "cache_ttl_s"),
     ({"name": "a", "cache_max_entries": -5}, "cache_max_entries"),
+    ({"name": "a", "priority": 1001}, "priority"),
+    ({"name": "a", "share_weight": 0}, "share_weight"),
 ])
 async def test_bad_create_bodies_are_400_naming_the_field(admin_http, body, param):
     r = await admin_http.post("/admin/tenants", headers=ADMIN, json=body)
@@ -64,6 +66,8 @@ async def test_bad_create_bodies_are_400_naming_the_field(admin_http, body, para
     ({"cache_threshold": -0.5}, "cache_threshold"),
     ({"cache_ttl_s": -1}, "cache_ttl_s"),
     ({"cache_max_entries": -1}, "cache_max_entries"),
+    ({"priority": None}, "priority"),
+    ({"share_weight": None}, "share_weight"),
     ({"status": "paused"}, "status"),
     ({"id": "new-id"}, "id"),
     ({"name": "a\x00b"}, "name"),
@@ -108,3 +112,14 @@ async def test_budgets_beyond_32_bits(admin_http):
     assert r.status_code == 201
     assert (await admin_http.get(f"/admin/tenants/{r.json()['id']}", headers=ADMIN)).json()[
         "monthly_token_budget"] == 10**12
+
+
+async def test_a_scheduling_plan_is_set_and_changed(admin_http):
+    r = await admin_http.post("/admin/tenants", headers=ADMIN, json={"name": "batchy", "priority": 10,
+                                                                      "share_weight": 0.5})
+    t = r.json()
+    assert r.status_code == 201 and (t["priority"], t["share_weight"]) == (10, 0.5)
+    plain = (await admin_http.post("/admin/tenants", headers=ADMIN, json={"name": "plain"})).json()
+    assert (plain["priority"], plain["share_weight"]) == (0, 1.0)
+    r = await admin_http.patch(f"/admin/tenants/{t['id']}", headers=ADMIN, json={"priority": -2})
+    assert r.json()["priority"] == -2 and r.json()["share_weight"] == 0.5

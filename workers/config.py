@@ -46,7 +46,7 @@ class EngineConfig:
     scheduling_policy: str = "fair"
     fair_prefill_weight: float = 1.0
     fair_decode_weight: float = 2.0
-    fair_preempt_margin: float = 256.0
+    fair_preempt_margin: float = 64.0
     max_model_len: int | None = None  # None: the model's own context length
     enable_prefix_caching: bool = True
     # Prompt heads every tenant may share in the prefix cache despite per-request salts, e.g. a

@@ -89,7 +89,7 @@ class Fair(Priority):
 
 
 def make_policy(name: str, *, prefill_weight: float = 1.0, decode_weight: float = 2.0,
-                preempt_margin: float = 256.0) -> SchedulingPolicy:
+                preempt_margin: float = 64.0) -> SchedulingPolicy:
     makers = {
         "fcfs": Fcfs,
         "priority": Priority,

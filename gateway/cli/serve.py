@@ -1,4 +1,5 @@
-"""`tollgate serve`: run the gateway under uvicorn (run `tollgate migrate` first)."""
+"""`tollgate serve`: run the gateway under uvicorn (run `tollgate migrate` first: a database behind the code's
+migrations is refused at start, rather than failing every request later)."""
 from __future__ import annotations
 
 import argparse
@@ -6,6 +7,9 @@ import sys
 
 import uvicorn
 
+from sqlalchemy.exc import SQLAlchemyError
+
+from gateway.db.migrate import pending
 from gateway.security.admin_key import ensure_admin_key
 from gateway.security.metrics_token import ensure_metrics_token
 from gateway.security.secret_file import WeakSecret
@@ -21,8 +25,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
+def check_schema(url: str) -> None:
+    """SystemExit when the database lacks migrations this code needs. An unreachable database is let through:
+    the gateway starts degraded and serves known keys until it answers (gateway/db/errors.py)."""
+    try:
+        missing = pending(url)
+    except SQLAlchemyError as e:
+        print(f"tollgate: could not check the database schema ({type(e).__name__}); starting anyway",
+              file=sys.stderr)
+        return
+    if missing:
+        raise SystemExit(f"tollgate: the database is behind this code's migrations (missing {', '.join(missing)}); "
+                         "run `tollgate migrate` first")
+
+
 def run(args: argparse.Namespace) -> int:
     settings = Settings()
+    check_schema(settings.resolved_database_url)
     try:
         _, path = ensure_admin_key(settings)
         _, token_path = ensure_metrics_token(settings)

@@ -5,6 +5,9 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine
 
 from gateway.db.database import normalise_url
 
@@ -27,3 +30,16 @@ def upgrade(url: str, revision: str = "heads") -> None:
 
 def downgrade(url: str, revision: str = "base") -> None:
     command.downgrade(alembic_config(url), revision)
+
+
+def pending(url: str) -> list[str]:
+    """Head revisions the database has not reached (every branch's head), sorted; [] when it is current.
+    Raises SQLAlchemy's errors when the database cannot be reached."""
+    heads = set(ScriptDirectory.from_config(alembic_config(url)).get_heads())
+    engine = create_engine(normalise_url(url))
+    try:
+        with engine.connect() as conn:
+            current = set(MigrationContext.configure(conn).get_current_heads())
+    finally:
+        engine.dispose()
+    return sorted(heads - current)

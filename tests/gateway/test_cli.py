@@ -13,6 +13,7 @@ from gateway.catalogue import load_catalogue
 from gateway.cli import build_parser, main
 from gateway.db.database import Database
 from gateway.settings import Settings
+from gateway.db.migrate import upgrade
 from tests.gateway.data_fixtures import (  # noqa: F401
     TEST_ADMIN_KEY, data_app, data_services, database, deploy_catalogue, sqlite_url)
 
@@ -131,9 +132,28 @@ def test_migrate_up_and_down(capsys, monkeypatch, tmp_path):
     engine.dispose()
 
 
+def test_serve_refuses_a_database_behind_the_migrations(capsys, monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append((app, kw)))
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    monkeypatch.setenv("DATABASE_URL", url)
+    upgrade(url, "0003")  # an older gateway's schema
+    with pytest.raises(SystemExit, match="run `tollgate migrate` first"):
+        run(capsys, "serve")
+    assert calls == []
+    upgrade(url)
+    assert run(capsys, "serve")[0] == 0 and len(calls) == 1
+    monkeypatch.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1")
+    rc, _, err = run(capsys, "serve")  # unreachable: starts degraded, as a gateway whose database is down
+    assert rc == 0 and "could not check the database schema" in err
+
+
 def test_serve_prints_the_admin_key_file_and_runs_the_app_factory(capsys, monkeypatch, tmp_path):
     calls = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append((app, kw)))
+    url = f"sqlite:///{tmp_path / 'serve.db'}"
+    monkeypatch.setenv("DATABASE_URL", url)
+    upgrade(url)
     rc, _, err = run(capsys, "serve", "--port", "9999")
     key_file, token_file = tmp_path / "cli-data" / "admin_key", tmp_path / "cli-data" / "metrics_token"
     assert rc == 0 and key_file.exists() and str(key_file) in err

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import torch
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from workers.config import EngineConfig
@@ -192,6 +193,9 @@ class AsyncEngine:
     # ---- the loop thread -------------------------------------------------------------
 
     def _run(self) -> None:
+        # OpenMP's thread count is per thread: carry torch's (EngineConfig.num_threads, or its default) into this
+        # one, or the C kernels the steps run fall back to OMP_NUM_THREADS here (1 in a Ray replica).
+        torch.set_num_threads(torch.get_num_threads())
         try:
             while (commands := self._next_commands()) is not None:
                 for command in commands:

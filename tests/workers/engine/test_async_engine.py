@@ -290,3 +290,42 @@ async def test_leaving_an_n_request_early_frees_all_its_blocks():
     await gen.aclose()
     await wait_for(lambda: no_leaks(engine))
     await engine.stop()
+
+
+class ThreadCountingRunner(FakeRunner):
+    """Records the OpenMP thread count each step runs under (what the C kernels' parallel regions get)."""
+
+    def __init__(self, config, **kw) -> None:
+        super().__init__(config, **kw)
+        import ctypes
+
+        self._omp = ctypes.CDLL("libgomp.so.1")
+        self.omp_threads: set[int] = set()
+
+    def execute(self, out):
+        self.omp_threads.add(self._omp.omp_get_max_threads())
+        return super().execute(out)
+
+
+async def test_the_engine_thread_runs_kernels_with_torchs_thread_count():
+    import threading
+
+    import torch
+
+    config = fake_config()
+    runner = ThreadCountingRunner(config)
+    fresh: list[int] = []  # what a new thread starts with (OMP_NUM_THREADS, or the cores)
+    t = threading.Thread(target=lambda: fresh.append(runner._omp.omp_get_max_threads()))
+    t.start()
+    t.join()
+    before = torch.get_num_threads()
+    wanted = 1 if fresh[0] > 1 else 2  # unlike a fresh thread's, so only carrying it over can pass
+    torch.set_num_threads(wanted)
+    engine = AsyncEngine(config, runner, registry=CollectorRegistry())
+    try:
+        await collect(engine, "r", "hello", params=SamplingParams(max_tokens=2))
+    finally:
+        await engine.stop()
+        torch.set_num_threads(before)
+    # A new thread starts with OMP_NUM_THREADS's count (1 in a Ray replica); the engine's carries torch's.
+    assert runner.omp_threads == {wanted}

@@ -12,7 +12,7 @@ def test_configs_follow_the_catalogue_with_overrides():
     assert set(configs) == set(cat.version_names())
     fp32 = configs["smollm2-135m-instruct@fp32"]
     assert fp32.engine == {"model": "smollm2-135m-instruct", "device": "cpu", "dtype": "float32", "block_size": 16,
-                           "max_num_seqs": 64, "num_kv_blocks": 8}
+                           "max_num_seqs": 64, "num_threads": 2, "num_kv_blocks": 8}
     assert (fp32.min_replicas, fp32.max_replicas, fp32.num_cpus) == (1, 2, 0.25)  # override wins
     assert fp32.max_ongoing_requests == 64  # a replica takes what its engine can batch
 

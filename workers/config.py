@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from workers.spec_decode.config import SpeculativeConfig
+
 _DTYPES = ("float32", "bfloat16", "float16")
 _DEVICES = ("cpu", "cuda")
 _KERNELS = ("auto", "cpu", "triton", "torch")
@@ -61,6 +63,9 @@ class EngineConfig:
     # With blocked weights, decode-only steps run all layers in one kernel call (no Python between layers).
     decoder_stack: bool = True
     seed: int = 0
+    # Speculative decoding (workers/spec_decode): None (off), a SpeculativeConfig or a dict of its fields, e.g.
+    # {"method": "ngram", "num_tokens": 4} or {"method": "draft", "num_layers": 8}.
+    speculative: SpeculativeConfig | dict | None = None
 
     def __post_init__(self) -> None:
         if self.dtype not in _DTYPES:
@@ -104,3 +109,4 @@ class EngineConfig:
                                  "{'role', 'content'} messages")
         if self.max_model_len is not None and self.max_model_len < 1:
             raise ValueError(f"max_model_len must be >= 1, got {self.max_model_len}")
+        self.speculative = SpeculativeConfig.of(self.speculative)

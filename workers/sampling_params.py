@@ -37,6 +37,9 @@ class SamplingParams:
     # None, or what the output must match (a JSON schema, any JSON object, a regex, a grammar), enforced at decode
     # time; a dict {"kind", "value"} (the wire form) is taken too. The engine compiles it at submission.
     structured: StructuredOutput | None = None
+    # False: never speculate for this request (EngineConfig.speculative). Requests with a grammar, penalties or
+    # unmet min_tokens do not draft anyway (workers/spec_decode/adaptive.py).
+    speculative: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):
@@ -70,7 +73,7 @@ class SamplingParams:
             raise ValueError("stop must be a list of non-empty strings")
         if not isinstance(self.stop_token_ids, list) or not all(_is_int(t) and t >= 0 for t in self.stop_token_ids):
             raise ValueError("stop_token_ids must be a list of non-negative integers")
-        for name in ("ignore_eos", "include_stop_str_in_output", "skip_special_tokens"):
+        for name in ("ignore_eos", "include_stop_str_in_output", "skip_special_tokens", "speculative"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a boolean, got {getattr(self, name)!r}")
         if self.logprobs is not None and (not _is_int(self.logprobs) or not 0 <= self.logprobs <= MAX_LOGPROBS):

@@ -71,11 +71,13 @@ class BlockManager:
             parent = h
         return hits
 
-    def can_allocate_slots(self, seq: Sequence, num_new_tokens: int, cached: list[int] = ()) -> bool:
+    def can_allocate_slots(self, seq: Sequence, num_new_tokens: int, cached: list[int] = (), *,
+                           reserve: int = 0) -> bool:
+        """`reserve`: blocks that must stay free afterwards (speculative drafts never take what others need)."""
         # Reusing a cached block that sits in the evictable list takes it out of the free pool.
         revived = sum(1 for b in cached if self.blocks[b].ref_count == 0)
         needed = self._num_blocks_needed(seq, num_new_tokens, cached) + (self._shared_write_block(seq) is not None)
-        return needed <= self.num_free_blocks - revived
+        return needed + reserve <= self.num_free_blocks - revived
 
     def allocate_slots(self, seq: Sequence, num_new_tokens: int, cached: list[int] = ()) -> bool:
         """Grow seq's block table to hold its computed tokens, `cached` (only on admission) and
@@ -132,6 +134,17 @@ class BlockManager:
                 self._cached.setdefault(block.hash, block.block_id)
             parent = block.hash
         self._num_published[seq.key] = max(start, end)
+
+    def trim(self, seq: Sequence) -> None:
+        """Give back seq's blocks past those its tokens occupy: slots allocated for speculative drafts that
+        the target rejected. Their KV is never hashed (cache_blocks publishes computed tokens only)."""
+        keep = -(-seq.num_tokens // self.block_size)
+        for block_id in reversed(seq.block_table[keep:]):
+            block = self.blocks[block_id]
+            block.ref_count -= 1
+            if block.ref_count == 0:
+                self._release(block)
+        del seq.block_table[keep:]
 
     def free(self, seq: Sequence) -> None:
         # Tail blocks first, so they are evicted before the shared heads of the same sequence.

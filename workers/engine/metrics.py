@@ -35,6 +35,13 @@ class _Families:
     num_preemptions: Counter
     prompt_tokens: Counter
     generation_tokens: Counter
+    spec_decode_num_drafts: Counter
+    spec_decode_num_draft_tokens: Counter
+    spec_decode_num_accepted_tokens: Counter
+    spec_decode_num_accepted_tokens_per_pos: Counter  # labelled by position too
+
+
+_PER_POSITION = ("spec_decode_num_accepted_tokens_per_pos",)
 
 
 def _create(registry: CollectorRegistry) -> _Families:
@@ -62,6 +69,12 @@ def _create(registry: CollectorRegistry) -> _Families:
         counter("num_preemptions", "Sequences preempted for lack of KV blocks."),
         counter("prompt_tokens", "Prompt tokens of requests that produced a first token."),
         counter("generation_tokens", "Generated tokens."),
+        counter("spec_decode_num_drafts", "Speculative verifications: one per sequence and step with drafts."),
+        counter("spec_decode_num_draft_tokens", "Draft tokens proposed and verified."),
+        counter("spec_decode_num_accepted_tokens", "Draft tokens the target accepted."),
+        Counter("tollgate:spec_decode_num_accepted_tokens_per_pos",
+                "Draft tokens accepted, by position in the draft (0: the first).", (*_LABELS, "position"),
+                registry=registry),
     )
 
 
@@ -83,7 +96,9 @@ class EngineMetrics:
             raise ValueError("model_name must be non-empty")
         self.model_name = model_name
         f = _families(registry)
-        self._m = {name: getattr(f, name).labels(model_name=model_name) for name in _Families.__slots__}
+        self._m = {name: getattr(f, name).labels(model_name=model_name) for name in _Families.__slots__
+                   if name not in _PER_POSITION}
+        self._accepted_per_pos = f.spec_decode_num_accepted_tokens_per_pos
         self._last_queries = 0
         self._last_hits = 0
 
@@ -101,7 +116,9 @@ class EngineMetrics:
             m["num_preemptions"].inc(len(out.preempted))
         for s in out.scheduled:
             if s.samples:
-                self._record_token(s.seq, s.num_samples)
+                self._record_token(s.seq, s.num_samples + s.num_accepted_drafts)
+            if s.num_draft_tokens:
+                self._record_drafts(s.num_draft_tokens, s.num_accepted_drafts)
         for seq in finished:
             self._record_finished(seq)
 
@@ -111,6 +128,14 @@ class EngineMetrics:
             self._m["prompt_tokens"].inc(seq.num_prompt_tokens)
             self._m["time_to_first_token"].observe(seq.first_token_time - seq.arrival_time)
             self._m["request_queue_time"].observe(seq.first_scheduled_time - seq.arrival_time)
+
+    def _record_drafts(self, num_drafts: int, num_accepted: int) -> None:
+        m = self._m
+        m["spec_decode_num_drafts"].inc()
+        m["spec_decode_num_draft_tokens"].inc(num_drafts)
+        m["spec_decode_num_accepted_tokens"].inc(num_accepted)
+        for position in range(num_accepted):  # accepted drafts are always a leading run
+            self._accepted_per_pos.labels(model_name=self.model_name, position=str(position)).inc()
 
     def _record_finished(self, seq: Sequence) -> None:
         if seq.finished_time is None:

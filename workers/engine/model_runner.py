@@ -13,6 +13,19 @@ from workers.model.attention import AttentionMetadata, PrefillChunk
 from workers.model.kernel_sets.registry import select
 from workers.model.registry import load_model
 from workers.model.runtime import linear_weights, to_runtime
+from workers.spec_decode.verifier import Verifier
+
+
+@dataclass(slots=True)
+class ComputeRow:
+    """One sequence's tokens in a forward pass: token_ids[j] at position start + j, its KV written into the
+    slot block_table maps that position to."""
+
+    request_id: str
+    token_ids: list[int]
+    start: int
+    block_table: list[int]
+    num_logits: int = 0  # logits for the last num_logits tokens: 1 to sample, 1 + k to verify k drafts
 
 
 @dataclass(slots=True)
@@ -22,8 +35,9 @@ class StepBatch:
     input_ids: torch.Tensor       # [T] long
     positions: torch.Tensor       # [T] long
     meta: AttentionMetadata
-    logits_indices: torch.Tensor  # [S] long: flat index of each sampling sequence's last token
-    sample_rows: list[int]        # for each logits row, its index in SchedulerOutput.scheduled
+    logits_indices: torch.Tensor  # [L] long: flat index of every token whose logits the step needs, row by row
+    sample_rows: list[int]        # the rows with logits (their index in SchedulerOutput.scheduled), logits order
+    num_logits: list[int]         # aligned with sample_rows: consecutive logits rows each has (1 + its drafts)
 
 
 class ModelRunner:
@@ -57,6 +71,14 @@ class ModelRunner:
         self.k_cache = torch.zeros(shape, dtype=dtype, device=self.device)
         self.v_cache = torch.zeros(shape, dtype=dtype, device=self.device)
         self.sampler = Sampler(config.seed, self.device, eos_token_ids=self.tokenizer.eos_token_ids)
+        self.verifier = Verifier(self.sampler)
+        # Speculative decoding with a draft model: it proposes here, before the forward pass that verifies
+        # (n-gram drafts come with the schedule). None: no model drafts.
+        self.drafter = None
+        if config.speculative is not None and config.speculative.method == "draft":
+            from workers.spec_decode.draft_model import DraftModel
+
+            self.drafter = DraftModel.build(config.speculative, self, config)
         self.graphs = None
         if self.device.type == "cuda" and config.cuda_graphs and self.kernels.supports_cuda_graphs:
             from workers.engine.cuda_graphs import DecodeGraphs  # the only CUDA-specific code, behind one switch
@@ -65,6 +87,8 @@ class ModelRunner:
 
     def release(self, request_id: str) -> None:
         self.sampler.release(request_id)
+        if self.drafter is not None:
+            self.drafter.release(request_id)
 
     @torch.inference_mode()
     def execute(self, out: SchedulerOutput) -> ModelRunnerOutput:
@@ -72,8 +96,10 @@ class ModelRunner:
             self.copy_blocks(out.blocks_to_copy)  # before any KV is written: the copies' owners read them
         if out.is_empty:
             return ModelRunnerOutput([])
+        # After the copies: a draft writes KV (a self-draft into the target's own cache) in the step's slots.
+        draft_probs = self.drafter.propose(out.scheduled) if self.drafter is not None else {}
         batch, logits = self.forward(out.scheduled)
-        return self.sample(out.scheduled, batch, logits)
+        return self.sample(out.scheduled, batch, logits, draft_probs)
 
     @torch.inference_mode()
     def copy_blocks(self, pairs: list[tuple[int, int]]) -> None:
@@ -97,8 +123,33 @@ class ModelRunner:
                                 batch.logits_indices)
         return batch, logits
 
-    def sample(self, scheduled: list[ScheduledSequence], batch: StepBatch, logits: torch.Tensor) -> ModelRunnerOutput:
+    def sample(self, scheduled: list[ScheduledSequence], batch: StepBatch, logits: torch.Tensor,
+               draft_probs: dict[int, torch.Tensor] | None = None) -> ModelRunnerOutput:
+        """draft_probs: a draft model's q [k, V] for sampled rows with drafts, by index in `scheduled`."""
         rows = batch.sample_rows
+        if len(logits) == len(rows):  # no drafts: one logits row per sampling row
+            return self._sample(scheduled, rows, logits)
+        starts = [0]
+        for n in batch.num_logits:
+            starts.append(starts[-1] + n)
+        plain = [j for j, i in enumerate(rows) if not scheduled[i].num_draft_tokens]
+        drafted = [j for j, i in enumerate(rows) if scheduled[i].num_draft_tokens]
+        out = self._sample(scheduled, [rows[j] for j in plain], logits[[starts[j] for j in plain]]) if plain \
+            else ModelRunnerOutput([[] for _ in scheduled])
+        draft_probs = draft_probs or {}
+        tokens, logprobs = self.verifier.verify(logits, [scheduled[rows[j]] for j in drafted],
+                                                [starts[j] for j in drafted],
+                                                [draft_probs.get(rows[j]) for j in drafted])
+        if out.logprobs is None and any(lp is not None for lp in logprobs):
+            out.logprobs = [[None] * len(t) for t in out.sampled]
+        for j, kept, lp in zip(drafted, tokens, logprobs):
+            out.sampled[rows[j]] = kept
+            if out.logprobs is not None:
+                out.logprobs[rows[j]] = lp if lp is not None else [None] * len(kept)
+        return out
+
+    def _sample(self, scheduled: list[ScheduledSequence], rows: list[int], logits: torch.Tensor) -> ModelRunnerOutput:
+        """Rows without drafts: logits [len(rows), V], one per sampling row."""
         seqs = [scheduled[i].seq for i in rows]
         fanout = [scheduled[i].num_samples for i in rows]
         indices = None
@@ -118,58 +169,66 @@ class ModelRunner:
             at += k
         return ModelRunnerOutput(sampled, logprobs)
 
-    def _check_blocks(self, s: ScheduledSequence) -> None:
-        end = s.start + s.num_new_tokens
-        if s.num_new_tokens < 1 or end > s.seq.num_tokens:
-            raise ValueError(f"{s.seq.request_id}: cannot compute tokens [{s.start}, {end}) of {s.seq.num_tokens}")
-        if len(s.seq.block_table) * self.block_size < end:
-            raise ValueError(f"{s.seq.request_id}: block table of {len(s.seq.block_table)} blocks "
+    def _check_blocks(self, r: ComputeRow) -> None:
+        end = r.start + len(r.token_ids)
+        if not r.token_ids or not 0 <= r.num_logits <= len(r.token_ids):
+            raise ValueError(f"{r.request_id}: {len(r.token_ids)} tokens with {r.num_logits} logits")
+        if len(r.block_table) * self.block_size < end:
+            raise ValueError(f"{r.request_id}: block table of {len(r.block_table)} blocks "
                              f"does not cover {end} tokens")
-        table = s.seq.block_table[:(end + self.block_size - 1) // self.block_size]
+        table = r.block_table[:(end + self.block_size - 1) // self.block_size]
         if min(table) < 0 or max(table) >= self.num_kv_blocks:
-            raise ValueError(f"{s.seq.request_id}: block ids out of range [0, {self.num_kv_blocks})")
+            raise ValueError(f"{r.request_id}: block ids out of range [0, {self.num_kv_blocks})")
 
     def prepare(self, scheduled: list[ScheduledSequence]) -> StepBatch:
-        """Build the step's tensors from the sequences, checking every block id on the host first, so the
-        kernels run unchecked and nothing synchronises with the device inside the layers."""
+        """Build the step's tensors from the scheduled sequences (sample_rows index into them)."""
+        return self.prepare_rows([_compute_row(s) for s in scheduled])
+
+    def prepare_rows(self, rows: list[ComputeRow]) -> StepBatch:
+        """Build a forward pass's tensors, checking every block id on the host first, so the kernels run
+        unchecked and nothing synchronises with the device inside the layers."""
         bs = self.block_size
-        decode = [i for i, s in enumerate(scheduled) if s.num_new_tokens == 1]
-        prefill = [i for i, s in enumerate(scheduled) if s.num_new_tokens > 1]
+        # A row that needs logits at every token (a decode token, or a last token and its drafts to verify) runs
+        # as decode tokens, one query each over its context so far: every layer writes the whole batch's KV
+        # before it attends, so token j sees tokens j' < j of the same row. Those steps stay decode-only (the
+        # CPU decoder stack, CUDA graphs) and compute each token exactly as a one-token step would.
+        decode = [i for i, r in enumerate(rows) if len(r.token_ids) == 1 or r.num_logits == len(r.token_ids)]
+        prefill = sorted(set(range(len(rows))) - set(decode))
         ids: list[int] = []
         positions: list[int] = []
         slots: list[int] = []
         last_index: dict[int, int] = {}
 
-        # Decode: one token per sequence, attending over its block table.
+        # Decode: one query per token, attending over its sequence's block table.
         tables, lengths = [], []
         for i in decode:
-            s = scheduled[i]
+            s = rows[i]
             self._check_blocks(s)
-            pos, table = s.start, s.seq.block_table
-            last_index[i] = len(ids)
-            ids.append(s.seq.token_ids[pos])
-            positions.append(pos)
-            slots.append(table[pos // bs] * bs + pos % bs)
-            lengths.append(pos + 1)
-            tables.append(table[:pos // bs + 1])
+            for pos, token in enumerate(s.token_ids, start=s.start):
+                ids.append(token)
+                positions.append(pos)
+                slots.append(s.block_table[pos // bs] * bs + pos % bs)
+                lengths.append(pos + 1)
+                tables.append(s.block_table[:pos // bs + 1])
+            last_index[i] = len(ids) - 1
 
         # Prefill chunks: contiguous runs after the decode tokens.
         starts, chunk_tables, chunk_lens = [], [], []
         for i in prefill:
-            s = scheduled[i]
+            s = rows[i]
             self._check_blocks(s)
-            start, n = s.start, s.num_new_tokens
+            start, n = s.start, len(s.token_ids)
             end = start + n
-            table = s.seq.block_table[:(end + bs - 1) // bs]
+            table = s.block_table[:(end + bs - 1) // bs]
             starts.append(len(ids))
-            ids.extend(s.seq.token_ids[start:end])
+            ids.extend(s.token_ids)
             positions.extend(range(start, end))
             slots.extend(table[p // bs] * bs + p % bs for p in range(start, end))
             chunk_tables.append(table)
             chunk_lens.append(end)
             last_index[i] = len(ids) - 1
 
-        meta = AttentionMetadata(slot_mapping=self._tensor(slots), num_decode=len(decode), validated=True)
+        meta = AttentionMetadata(slot_mapping=self._tensor(slots), num_decode=len(lengths), validated=True)
         if decode:
             meta.decode_block_tables = self._tensor(_padded(tables))
             meta.decode_context_lens = self._tensor(lengths)
@@ -177,21 +236,32 @@ class ModelRunner:
             meta.prefill_query_start = self._tensor(starts + [len(ids)])
             meta.prefill_block_tables = self._tensor(_padded(chunk_tables))
             meta.prefill_context_lens = self._tensor(chunk_lens)
-            meta.max_prefill_len = max(scheduled[i].num_new_tokens for i in prefill)
+            meta.max_prefill_len = max(len(rows[i].token_ids) for i in prefill)
             for p, (start, table) in enumerate(zip(starts, chunk_tables)):
-                end = start + scheduled[prefill[p]].num_new_tokens
+                end = start + len(rows[prefill[p]].token_ids)
                 meta.prefills.append(PrefillChunk(start, end, chunk_lens[p], meta.prefill_block_tables[p, :len(table)]))
-        sample_rows = [i for i in decode + prefill if scheduled[i].samples]
+        sample_rows = [i for i in decode + prefill if rows[i].num_logits]
+        num_logits = [rows[i].num_logits for i in sample_rows]
         return StepBatch(
             input_ids=self._tensor(ids),
             positions=self._tensor(positions),
             meta=meta,
-            logits_indices=self._tensor([last_index[i] for i in sample_rows]),
+            logits_indices=self._tensor([j for i, n in zip(sample_rows, num_logits)
+                                         for j in range(last_index[i] - n + 1, last_index[i] + 1)]),
             sample_rows=sample_rows,
+            num_logits=num_logits,
         )
 
     def _tensor(self, values: list) -> torch.Tensor:
         return torch.tensor(values, dtype=torch.long, device=self.device)
+
+
+def _compute_row(s: ScheduledSequence) -> ComputeRow:
+    end = s.start + s.num_new_tokens - s.num_draft_tokens
+    if end > s.seq.num_tokens:
+        raise ValueError(f"{s.seq.request_id}: cannot compute tokens [{s.start}, {end}) of {s.seq.num_tokens}")
+    num_logits = 1 + s.num_draft_tokens if s.samples else 0
+    return ComputeRow(s.seq.request_id, s.input_ids, s.start, s.seq.block_table, num_logits)
 
 
 def _padded(tables: list[list[int]]) -> list[list[int]]:

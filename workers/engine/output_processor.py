@@ -86,15 +86,39 @@ class OutputProcessor:
 
     def _detokenize(self, seq: Sequence) -> bool:
         c = self._states[seq.request_id].completions[seq.index]
-        new_ids = seq.token_ids[seq.num_prompt_tokens + c.num_detokenized:]
+        start = seq.num_prompt_tokens + c.num_detokenized
+        new_ids = seq.token_ids[start:]
         c.num_detokenized += len(new_ids)
         if seq.finish_reason == "stop" and new_ids and not seq.params.include_stop_str_in_output:
             new_ids = new_ids[:-1]  # a stop token (eos, stop_token_ids) ends the text unseen
-        stopped = c.detokenizer.update(new_ids)
+        if len(new_ids) > 1 and seq.params.stop:
+            stopped = self._update_each(seq, c, new_ids, start)
+        else:
+            stopped = c.detokenizer.update(new_ids)
         if seq.is_finished and not stopped:
             c.detokenizer.flush()
             stopped = c.detokenizer.stopped
         return stopped
+
+    @staticmethod
+    def _update_each(seq: Sequence, c: _CompletionState, new_ids: list[int], start: int) -> bool:
+        """Several tokens in one step (speculative decoding) with stop strings: feed them one at a time, and
+        when a stop string ends the text, drop the tokens after it from the sequence, which is about to finish:
+        one token a step would never have generated them (nor counted them in usage)."""
+        for j, token in enumerate(new_ids):
+            if c.detokenizer.update([token]):
+                end = start + j + 1
+                dropped = len(seq.token_ids) - end
+                if dropped > 0:
+                    del seq.token_ids[end:]
+                    # Without kept logprobs the cumulative one cannot be corrected: such requests draft with
+                    # stop strings only when n == 1, where nothing reads it (spec_decode.adaptive.can_draft).
+                    if seq.params.logprobs is not None:
+                        seq.cumulative_logprob -= sum(lp.logprob for lp in seq.output_logprobs[-dropped:])
+                        del seq.output_logprobs[-dropped:]
+                    c.num_detokenized = seq.num_output_tokens
+                return True
+        return False
 
     def _output(self, state: _RequestState, aborted: bool = False) -> RequestOutput:
         completions = []

@@ -127,6 +127,10 @@ class Sampler:
             gen = gens[index] = torch.Generator(device=self.device).manual_seed(seed)
         return gen
 
+    def generator(self, source: SampleSource) -> torch.Generator:
+        """The seeded stream source's completion draws from (speculative verification draws from it too)."""
+        return self._generator(source.request_id, source.index, source.params)
+
     def release(self, request_id: str) -> None:
         self._generators.pop(request_id, None)
         self.grammars.release(request_id)
@@ -164,7 +168,7 @@ class Sampler:
         logprobs = None
         if raw_logprobs is not None:
             logprobs = [None] * len(tokens)
-            for i, lp in zip(want_lp, _token_logprobs(raw_logprobs, [tokens[i] for i in want_lp],
+            for i, lp in zip(want_lp, token_logprobs(raw_logprobs, [tokens[i] for i in want_lp],
                                                       [params[i].logprobs or 0 for i in want_lp])):
                 logprobs[i] = lp
         return SamplerOutput(tokens, logprobs)
@@ -187,7 +191,7 @@ class Sampler:
                               torch.tensor(float("-inf"), dtype=logits.dtype, device=device))
 
 
-def _token_logprobs(logprobs: torch.Tensor, tokens: list[int], num_top: list[int]) -> list[TokenLogprob]:
+def token_logprobs(logprobs: torch.Tensor, tokens: list[int], num_top: list[int]) -> list[TokenLogprob]:
     """logprobs [R, V]: each row's sampled token's logprob and its num_top best alternatives."""
     index = torch.tensor(tokens, dtype=torch.long, device=logprobs.device).unsqueeze(1)
     chosen = logprobs.gather(1, index).squeeze(1).tolist()

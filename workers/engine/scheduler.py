@@ -22,6 +22,7 @@ from workers.engine.scheduler_output import ModelRunnerOutput, ScheduledSequence
 from workers.engine.scheduling_policy import make_policy
 from workers.engine.sequence import Sequence, SequenceStatus
 from workers.outputs import TokenLogprob
+from workers.spec_decode.planner import DraftPlanner
 
 
 @dataclass(slots=True)
@@ -53,6 +54,9 @@ class Scheduler:
         # Who is admitted next, preempted first, and may displace whom (priority, fair share, arrival).
         self.policy = make_policy(config.scheduling_policy, prefill_weight=config.fair_prefill_weight,
                                   decode_weight=config.fair_decode_weight, preempt_margin=config.fair_preempt_margin)
+        # Speculative decoding: which decoding sequences verify drafts this step (None: off).
+        self.drafts = None if config.speculative is None else DraftPlanner(config.speculative, block_manager,
+                                                                           max_seq_len=max_seq_len)
 
     def add(self, seq: Sequence) -> None:
         if seq.request_id in self._requests:
@@ -119,14 +123,20 @@ class Scheduler:
                               bm.stats.queries, bm.stats.hits)
 
     def _schedule_running(self, out: SchedulerOutput, budget: int) -> int:
+        if self.drafts is not None:
+            self.drafts.begin_step(self.running)
         i = 0
         while i < len(self.running) and budget > 0:
             seq = self.running[i]
             num_new = min(seq.num_tokens - seq.num_computed_tokens, budget)
-            if not self._allocate_or_preempt(seq, i, num_new, out):
-                break
-            out.scheduled.append(ScheduledSequence(seq, num_new))
-            budget -= num_new
+            # Drafts are optional: they take only free blocks, never preempt; without them, the usual path.
+            s = self.drafts.schedule(seq, budget) if self.drafts is not None else None
+            if s is None:
+                if not self._allocate_or_preempt(seq, i, num_new, out):
+                    break
+                s = ScheduledSequence(seq, num_new)
+            out.scheduled.append(s)
+            budget -= s.num_new_tokens
             i += 1
         return budget
 
@@ -209,6 +219,8 @@ class Scheduler:
         seq = s.seq
         prefill = max(0, min(s.num_new_tokens, seq.num_prompt_tokens - seq.num_computed_tokens))
         self.policy.charge(seq, prefill_tokens=prefill, decode_tokens=len(tokens))
+        if s.num_draft_tokens:
+            return self._advance_drafted(s, tokens, logprobs)
         seq.num_computed_tokens += s.num_new_tokens
         self.block_manager.cache_blocks(seq)
         if len(tokens) != s.num_samples:
@@ -222,6 +234,23 @@ class Scheduler:
             if self._append(member, token, logprobs[j] if logprobs is not None else None):
                 finished.append(member)
         return finished
+
+    def _advance_drafted(self, s: ScheduledSequence, tokens: list[int],
+                         logprobs: list[TokenLogprob | None] | None) -> list[Sequence]:
+        """A row with drafts: tokens are the drafts the target accepted, then one of its own, all s.seq's.
+        Appended until one ends the sequence; then the rejected drafts are rolled back."""
+        seq = s.seq
+        if not 1 <= len(tokens) <= 1 + s.num_draft_tokens:
+            raise RuntimeError(f"runner kept {len(tokens)} tokens for {seq.request_id!r} with "
+                               f"{s.num_draft_tokens} drafts")
+        kept = 0
+        for j, token in enumerate(tokens):
+            kept += 1
+            if self._append(seq, token, logprobs[j] if logprobs is not None else None):
+                break
+        self.drafts.roll_back(s, kept, len(tokens) - 1)
+        self.block_manager.cache_blocks(seq)
+        return [seq] if seq.finish_reason is not None else []
 
     def _fork(self, parent: Sequence, num_children: int, out: SchedulerOutput) -> list[Sequence]:
         """Children 1..num_children of parent's request, sharing its blocks (the prompt's KV, computed once)."""

@@ -38,6 +38,7 @@ class StackShape:
 
 class DecoderStack:
     def __init__(self, kernels: CpuKernels, layers: list[LayerWeights], shape: StackShape) -> None:
+        self._kernels = kernels
         self._fn = kernels.decoder_stack_fn()
         self.shape = shape
         self.num_layers = len(layers)
@@ -55,6 +56,12 @@ class DecoderStack:
         qkv_width = (s.heads + 2 * s.kv_heads) * s.head_dim
         self._scratch_per_token = 2 * s.hidden + qkv_width + s.heads * s.head_dim + 3 * s.intermediate
         self.scale = 1.0 / s.head_dim ** 0.5
+
+    def first(self, num_layers: int) -> DecoderStack:
+        """The stack of the first num_layers layers only (an early-exit draft model)."""
+        if not 1 <= num_layers <= self.num_layers:
+            raise ValueError(f"num_layers must be in [1, {self.num_layers}], got {num_layers}")
+        return DecoderStack(self._kernels, self._layers[:num_layers], self.shape)
 
     def run(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, k_cache: torch.Tensor,
             v_cache: torch.Tensor, meta: AttentionMetadata) -> torch.Tensor:

@@ -250,6 +250,11 @@ class LlamaForCausalLM(nn.Module):
                 x = layer(x, cos, sin, k_cache[i], v_cache[i], meta)
         return self.lm_head(self.norm(x[logits_indices])).float()
 
+    def early_exit(self, num_layers: int) -> LlamaEarlyExit:
+        """This model cut after its first num_layers layers, then its own final norm and head: a draft model
+        sharing every weight (and, for those layers, the KV a forward pass of the whole model writes)."""
+        return LlamaEarlyExit(self, num_layers)
+
     @torch.no_grad()
     def load_hf_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
         """Copy HF-named weights in, fusing q|k|v and gate|up."""
@@ -287,3 +292,37 @@ class LlamaForCausalLM(nn.Module):
         model = cls(LlamaConfig.from_hf(ck.config), dtype)
         model.load_hf_tensors(ck.tensors)
         return model.eval()
+
+
+class LlamaEarlyExit(nn.Module):
+    """The first num_layers layers of a LlamaForCausalLM, then its final norm and head. Holds no weights of
+    its own; its caches are the first num_layers layers' ([num_layers, KVH, num_blocks, block_size, D])."""
+
+    def __init__(self, full: LlamaForCausalLM, num_layers: int) -> None:
+        super().__init__()
+        if not 1 <= num_layers <= full.config.num_layers:
+            raise ValueError(f"num_layers must be in [1, {full.config.num_layers}], got {num_layers}")
+        self.full = full
+        self.num_layers = num_layers
+        self.config = full.config
+        self.dtype = full.dtype
+        self.decoder_stack = None if full.decoder_stack is None else full.decoder_stack.first(num_layers)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.config.vocab_size
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, k_cache: torch.Tensor,
+                v_cache: torch.Tensor, meta: AttentionMetadata, logits_indices: torch.Tensor) -> torch.Tensor:
+        """As LlamaForCausalLM.forward, through the first num_layers layers."""
+        full = self.full
+        if meta.prepared_by is not full.kernels:
+            full.kernels.prepare(meta, k_cache[0])
+        x = full.embed(input_ids)  # [T, hidden]
+        cos, sin = full.rotary.lookup(positions, x.dtype)
+        if self.decoder_stack is not None and meta.num_decode == x.shape[0]:
+            x = self.decoder_stack.run(x, cos, sin, k_cache, v_cache, meta)
+        else:
+            for i in range(self.num_layers):
+                x = full.layers[i](x, cos, sin, k_cache[i], v_cache[i], meta)
+        return full.lm_head(full.norm(x[logits_indices])).float()

@@ -42,7 +42,8 @@ from workers.schedule_params import ScheduleParams
 # Request fields a replica turns into SamplingParams (absent ones keep SamplingParams' defaults).
 SAMPLING_FIELDS = ("n", "max_tokens", "min_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty",
                    "presence_penalty", "frequency_penalty", "seed", "stop", "stop_token_ids", "ignore_eos",
-                   "include_stop_str_in_output", "skip_special_tokens", "logprobs", "structured")
+                   "include_stop_str_in_output", "skip_special_tokens", "logprobs", "structured",
+                   "speculative")
 
 
 def sampling_params(request: dict) -> SamplingParams:

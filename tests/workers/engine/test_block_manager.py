@@ -320,3 +320,39 @@ def test_fork_into_a_sequence_holding_blocks_is_an_error():
     parent, (child,) = forked(bm, range(5), 2)
     with pytest.raises(ValueError, match="already holds"):
         bm.fork(parent, child)
+
+
+def test_trim_gives_back_blocks_past_the_tokens_and_never_publishes_rejected_drafts():
+    bm = BlockManager(8, BS)
+    seq = make_seq(range(6))
+    compute(bm, seq, 6)
+    seq.token_ids.append(6)  # sampled; slots for it and 4 drafts: positions 6..10, blocks 1..2
+    assert bm.allocate_slots(seq, 5) and len(seq.block_table) == 3
+    # The target kept one draft (token 7) and its own token 8: KV stands for positions 0..7.
+    seq.token_ids += [7, 8]
+    seq.num_computed_tokens = 8
+    bm.trim(seq)
+    assert len(seq.block_table) == 3  # 9 tokens occupy three blocks
+    bm.cache_blocks(seq)
+    assert bm.num_cached_blocks == 2  # blocks 0 and 1 hold computed, kept tokens only
+    # No draft kept: the block reserved for positions 8..11 goes back.
+    seq2 = make_seq(range(6), rid="s")
+    compute(bm, seq2, 6)
+    seq2.token_ids.append(6)
+    assert bm.allocate_slots(seq2, 5) and len(seq2.block_table) == 3
+    seq2.token_ids.append(9)
+    seq2.num_computed_tokens = 7
+    bm.trim(seq2)
+    assert len(seq2.block_table) == 2 and bm.num_used_blocks == 5
+    bm.free(seq)
+    bm.free(seq2)
+    assert bm.num_free_blocks == bm.num_blocks
+
+
+def test_a_reserve_keeps_blocks_free_for_others():
+    bm = BlockManager(4, BS)
+    seq = make_seq(range(4))
+    compute(bm, seq, 4)
+    seq.token_ids.append(4)
+    assert bm.can_allocate_slots(seq, 5, reserve=1)  # positions 4..8: two more blocks of the three free
+    assert not bm.can_allocate_slots(seq, 5, reserve=2)

@@ -247,6 +247,7 @@ class _Sampling(_Request):
     stop_token_ids: list[int] | None = Field(None, max_length=64)
     skip_special_tokens: bool | None = None
     include_stop_str_in_output: bool | None = None
+    speculative: bool | None = None  # false: this request never drafts (where the model speculates)
     priority: int | None = Field(None, ge=-1000, le=1000)  # vLLM's: lower runs earlier (never below the plan's)
     response_format: ResponseFormat | None = None  # OpenAI's on chat; vLLM takes it on completions too
     structured_outputs: StructuredOutputs | None = None  # vLLM's
@@ -295,7 +296,7 @@ class _Sampling(_Request):
                   "top_k": self.top_k, "min_p": self.min_p, "min_tokens": self.min_tokens,
                   "repetition_penalty": self.repetition_penalty, "ignore_eos": self.ignore_eos,
                   "stop_token_ids": self.stop_token_ids, "skip_special_tokens": self.skip_special_tokens,
-                  "include_stop_str_in_output": self.include_stop_str_in_output}
+                  "include_stop_str_in_output": self.include_stop_str_in_output, "speculative": self.speculative}
         return {k: v for k, v in fields.items() if v is not None}
 
     def _structured(self) -> tuple[dict | None, str | None]:

@@ -63,6 +63,7 @@ class GenerationRequest:
     ignore_eos: bool = False
     skip_special_tokens: bool = True
     include_stop_str_in_output: bool = False
+    speculative: bool = True  # False: never draft for this request (speculative decoding, where configured)
     logprobs: int | None = None  # None: off; k: each token's logprob and its k likeliest alternatives
     # None: free text; else what the output must match, {"kind", "value"} (workers/structured/spec.py)
     structured: dict | None = None

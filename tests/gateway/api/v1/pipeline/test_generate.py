@@ -68,3 +68,14 @@ def test_priority_out_of_range_is_a_400(live):
     r = httpx.post(f"{server.url}/v1/chat/completions", headers={"Authorization": f"Bearer {key}"}, timeout=30,
                    json={"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "priority": 5000})
     assert r.status_code == 400 and r.json()["error"]["param"] == "priority"
+
+
+def test_a_request_may_opt_out_of_speculative_decoding(live):
+    server, backend, url = live
+    _, key = make_tenant(url)
+    _ask(server, key)
+    _ask(server, key, speculative=False)
+    assert [r.speculative for r in backend.requests[-2:]] == [True, False]
+    r = httpx.post(f"{server.url}/v1/chat/completions", headers={"Authorization": f"Bearer {key}"}, timeout=30,
+                   json={"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "speculative": "no"})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "speculative"

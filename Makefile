@@ -30,7 +30,7 @@ services:
 	bash deploy/scripts/ensure-services.sh
 
 test: $(STAMP) services
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=30 $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) data .pytest_cache

@@ -98,14 +98,18 @@ def bursts(cfg: TrafficConfig, t: np.ndarray, rng: np.random.Generator) -> np.nd
     return factor
 
 
+def token_sums(arrivals: np.ndarray, lo: int, hi: int, rng: np.random.Generator) -> np.ndarray:
+    """[ticks] the summed token counts of each tick's requests, each uniform in lo..hi. Drawn as the sum's
+    normal law (mean k*m, variance k*v) rather than request by request: a week is millions of requests."""
+    mean, var = (lo + hi) / 2, ((hi - lo + 1) ** 2 - 1) / 12
+    k = arrivals.astype(float)
+    return np.clip(np.rint(rng.normal(k * mean, np.sqrt(k * var))), k * lo, k * hi)
+
+
 def generate(cfg: TrafficConfig, seed: int = 0) -> Traffic:
     rng = np.random.default_rng(seed)
     rate = rate_curve(cfg, rng)
     arrivals = rng.poisson(rate * cfg.tick_s)
-    # Every request's token counts drawn, then summed per tick (a week is a few million requests).
-    tick_of = np.repeat(np.arange(len(rate)), arrivals)
-    prompt = rng.integers(cfg.prompt_tokens[0], cfg.prompt_tokens[1] + 1, size=len(tick_of))
-    output = rng.integers(cfg.output_tokens[0], cfg.output_tokens[1] + 1, size=len(tick_of))
     return Traffic(tick_s=cfg.tick_s, rate=rate, arrivals=arrivals,
-                   prompt_tokens=np.bincount(tick_of, weights=prompt, minlength=len(rate)),
-                   output_tokens=np.bincount(tick_of, weights=output, minlength=len(rate)))
+                   prompt_tokens=token_sums(arrivals, *cfg.prompt_tokens, rng),
+                   output_tokens=token_sums(arrivals, *cfg.output_tokens, rng))

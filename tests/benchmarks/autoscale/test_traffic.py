@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.autoscale.traffic import DAY_S, TrafficConfig, diurnal, generate
+from benchmarks.autoscale.traffic import DAY_S, TrafficConfig, diurnal, generate, token_sums
 
 WEEK = TrafficConfig(tick_s=60.0)  # minute ticks: the same curve, fewer ticks
 
@@ -68,3 +68,11 @@ def test_bad_ranges_are_refused():
     with pytest.raises(ValueError):
         TrafficConfig(peak_rps=0)
     assert DAY_S == 86_400
+
+
+def test_token_sums_stay_within_their_bounds_and_average_right():
+    rng = np.random.default_rng(0)
+    k = np.array([0, 1, 5, 200] * 500)
+    sums = token_sums(k, 16, 256, rng)
+    assert np.all(sums >= 16 * k) and np.all(sums <= 256 * k) and np.all(sums[k == 0] == 0)
+    assert sums[k == 200].mean() / 200 == pytest.approx(136, rel=0.01)

@@ -1,6 +1,6 @@
 """A synthetic week of chat traffic: a Poisson arrival count per tick whose rate follows a diurnal curve
-(daytime several times the night), a weekly one (weekdays several times weekends) and random bursts, each
-request with prompt and output token counts drawn like the engine benchmark's workload."""
+(daytime several times the night), a weekly one (weekdays several times weekends) and random bursts; each
+tick's prompt and output tokens are the sums of per-request counts drawn like the engine benchmark's."""
 from __future__ import annotations
 
 from dataclasses import dataclass

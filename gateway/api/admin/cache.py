@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Path, Request
 
 from gateway.api.admin.announce import announce
 from gateway.api.admin.auditing import AuditorDep
@@ -26,6 +26,9 @@ def get_cache(request: Request, _: AdminDep) -> SemanticCache:
 
 
 CacheDep = Annotated[SemanticCache, Depends(get_cache)]
+# Ids from the URL go into the cache's table and the audit log: no control characters (PostgreSQL refuses
+# NUL in text), no longer than a column holds. Tenant ids are UUIDs, entry ids hex.
+PathId = Annotated[str, Path(max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")]
 
 
 @router.get("/{tenant_id}/cache/stats")
@@ -46,7 +49,7 @@ async def _record(auditor: Auditor, services: Any, tenant_id: str, entry_id: str
 
 
 @router.delete("/{tenant_id}/cache")
-async def invalidate_tenant(tenant_id: str, cache: CacheDep, auditor: AuditorDep, services: ServicesDep) -> dict:
+async def invalidate_tenant(tenant_id: PathId, cache: CacheDep, auditor: AuditorDep, services: ServicesDep) -> dict:
     """Drop every cached answer of the tenant, on every replica (`deleted` counts this one's)."""
     deleted = await cache.invalidate(tenant_id)
     announce(services, CacheInvalidated(tenant_id))
@@ -55,7 +58,7 @@ async def invalidate_tenant(tenant_id: str, cache: CacheDep, auditor: AuditorDep
 
 
 @router.delete("/{tenant_id}/cache/{entry_id}")
-async def invalidate_entry(tenant_id: str, entry_id: str, cache: CacheDep, auditor: AuditorDep,
+async def invalidate_entry(tenant_id: PathId, entry_id: PathId, cache: CacheDep, auditor: AuditorDep,
                            services: ServicesDep) -> dict:
     """Drop one cached answer; 404 when this replica has no such entry of the tenant (each replica
     keeps the answers it generated, so every replica is told to drop it either way)."""

@@ -74,6 +74,16 @@ async def test_another_tenants_entry_is_not_found(client, cache, policy):
     assert cache.stats("t1").entries == 1
 
 
+@pytest.mark.parametrize("path,param", [
+    ("/admin/tenants/a%00b/cache", "tenant_id"), (f"/admin/tenants/{'x' * 65}/cache", "tenant_id"),
+    ("/admin/tenants/t1/cache/e%0a1", "entry_id")])
+async def test_ids_the_database_cannot_hold_are_400(client, path, param, database):
+    response = await client.delete(path, headers=ADMIN)
+    assert response.status_code == 400 and response.json()["error"]["param"] == param
+    with database.session() as s:
+        assert list_records(s, AuditQuery()).data == []
+
+
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer tg-some-tenant-key"}])
 async def test_admin_key_required(client, headers):
     assert (await client.delete("/admin/tenants/t1/cache", headers=headers)).status_code == 401

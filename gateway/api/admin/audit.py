@@ -11,6 +11,7 @@ from gateway.api.errors import invalid_request
 from gateway.audit.query import MAX_LIMIT, AuditQuery, list_records
 
 router = APIRouter()
+SEQ_MAX = 2**63 - 1  # a BIGINT: a larger cursor would be a database error, not a 400
 
 
 def _instant(text: str | None, param: str) -> datetime | None:
@@ -18,15 +19,15 @@ def _instant(text: str | None, param: str) -> datetime | None:
         return None
     try:
         when = datetime.fromisoformat(text)
-    except ValueError as e:
+        return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    except (ValueError, OverflowError) as e:  # an offset can push a valid local time past year 9999 in UTC
         raise invalid_request(f"{param} must be an ISO 8601 time, got {text!r}", param=param) from e
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 def audit_query(since: str | None = None, until: str | None = None, actor: str | None = None,
                 action: str | None = None, target: str | None = None,
                 limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = 100,
-                after: Annotated[int | None, Query(ge=0)] = None) -> AuditQuery:
+                after: Annotated[int | None, Query(ge=0, le=SEQ_MAX)] = None) -> AuditQuery:
     """?since=&until= (ISO 8601; naive is UTC; since inclusive, until exclusive), ?actor=, ?action= (exact, or
     a prefix as "tenant.*"), ?target=TYPE or TYPE:ID, ?limit= (1-1000), ?after=SEQ (the next page)."""
     target_type, _, target_id = (target or "").partition(":")

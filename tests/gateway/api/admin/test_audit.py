@@ -1,8 +1,10 @@
 """GET /admin/audit, and one audit row for every admin change made through the HTTP API."""
 import httpx
 import pytest
+from sqlalchemy import delete
 
 from gateway.api.admin.routes import router as admin_routes
+from gateway.audit.table import AuditChainHead
 from gateway.audit.verify import verify
 from gateway.observability.middleware import RequestContextMiddleware
 from gateway.routing.router import Router
@@ -98,6 +100,14 @@ async def test_reads_and_refused_changes_write_nothing(http):
     for path in ("/admin/tenants", "/admin/prices", "/admin/bills", "/admin/routes"):
         await http.get(path, headers=ADMIN)
     assert [r["action"] for r in await _log(http)] == ["tenant.create"]
+
+
+async def test_a_change_that_cannot_be_audited_is_refused_and_not_applied(http, database):
+    with database.session() as s, s.begin():
+        s.execute(delete(AuditChainHead))
+    r = await http.post("/admin/tenants", headers=ADMIN, json={"name": "acme"})
+    assert_openai_error(r, 500, code="audit_log_unavailable")
+    assert (await http.get("/admin/tenants", headers=ADMIN)).json()["data"] == []
 
 
 async def test_filters_and_pages(http):

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import asdict
 
 import ray
+from prometheus_client import REGISTRY
 from ray import serve
 from ray.exceptions import RayError, RayTaskError
 from ray.serve.exceptions import BackPressureError, RayServeException
@@ -29,6 +30,7 @@ from workers.serve.protocol import sampling_params, schedule_params
 from workers.serve.app import app_name, deploy, versions_from_catalogue
 from workers.serve.config import VersionServeConfig
 from workers.serve.health import VersionHealth
+from workers.serve.metrics_relay import RelayedMetrics, read_hub
 from workers.serve.prefix_router import prefix_key
 from workers.serve.tokenizer import load_tokenizer
 
@@ -47,7 +49,7 @@ class ReplicaLost(GenerationFailed):
 class RayServeBackend:
     def __init__(self, settings: Settings, catalogue: Catalogue, *, engine_overrides: dict | None = None,
                  versions: list[str] | None = None, first_chunk_timeout_s: float = 30.0,
-                 health_poll_s: float = 0.5, **serve_overrides) -> None:
+                 health_poll_s: float = 0.5, metrics_poll_s: float = 2.0, **serve_overrides) -> None:
         self._settings = settings
         self._configs: dict[str, VersionServeConfig] = {
             c.version: c for c in versions_from_catalogue(
@@ -60,6 +62,10 @@ class RayServeBackend:
         self._inputs: dict[str, InputProcessor] = {}
         self._health = VersionHealth()
         self._poller: asyncio.Task | None = None
+        # The pool's engine series, summed over replicas, on this process's /metrics (workers/serve/metrics_relay.py).
+        self._metrics_poll_s = metrics_poll_s
+        self._engine_metrics = RelayedMetrics()
+        self._metrics_poller: asyncio.Task | None = None
         self._started_ray = False
 
     # -- life cycle ----------------------------------------------------------------------
@@ -93,12 +99,17 @@ class RayServeBackend:
                                                      block_size=info["block_size"])
         await self._refresh_health()
         self._poller = asyncio.create_task(self._poll_health(), name="ray-backend-health")
+        REGISTRY.register(self._engine_metrics)
+        self._metrics_poller = asyncio.create_task(self._poll_engine_metrics(), name="ray-backend-metrics")
 
     async def stop(self) -> None:
-        if self._poller is not None:
-            self._poller.cancel()
-            await asyncio.gather(self._poller, return_exceptions=True)
-            self._poller = None
+        for task in (self._poller, self._metrics_poller):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        if self._metrics_poller is not None:
+            REGISTRY.unregister(self._engine_metrics)
+        self._poller = self._metrics_poller = None
         self._handles = {}
         # The pool outlives a gateway on a shared cluster; only a Ray this backend started goes.
         if self._started_ray:
@@ -166,6 +177,14 @@ class RayServeBackend:
                 # A supervisor loop: a failed poll (the controller briefly unreachable, say) keeps
                 # the last view; it is logged with its traceback and the next poll tries again.
                 log.exception("ray backend: health poll failed")
+
+    async def _poll_engine_metrics(self) -> None:
+        while True:
+            try:
+                self._engine_metrics.update(await read_hub())
+            except Exception as e:  # metrics never take the backend down: keep the last view, try again
+                log.warning("ray backend: engine metrics not read from the hub: %s", e)
+            await asyncio.sleep(self._metrics_poll_s)
 
     # -- generation ----------------------------------------------------------------------
 

@@ -8,11 +8,13 @@ import os
 import uuid
 from collections.abc import AsyncIterator
 
+from prometheus_client import REGISTRY
 from ray import serve
 
 from workers.config import EngineConfig
 from workers.engine.async_engine import AsyncEngine
 from workers.sampling_params import SamplingParams
+from workers.serve.metrics_relay import MetricsPusher
 from workers.serve.protocol import SAMPLING_FIELDS, ChunkWriter, sampling_params, schedule_params
 
 # GenerationRequest fields a replica turns into SamplingParams (the wire format: workers/serve/protocol.py).
@@ -28,6 +30,10 @@ class VersionServer:
         await self._warm_up(warmup_prompt)
         context = serve.get_replica_context()
         self._replica = context.replica_id.unique_id if context is not None else f"local-{os.getpid()}"
+        # This process's engine series (one replica per process) go to the cluster's hub, where a gateway
+        # sums them over replicas: a scrape of the gateway sees the whole pool (workers/serve/metrics_relay.py).
+        self._metrics = MetricsPusher(self._replica, REGISTRY)
+        self._metrics.start()
 
     async def _warm_up(self, prompt: str) -> None:
         """One short greedy generation: first-call costs (allocations, kernels) paid before traffic."""
@@ -71,4 +77,5 @@ class VersionServer:
             raise RuntimeError(f"{self._version}: the engine loop is not running")
 
     async def __del__(self) -> None:
+        await self._metrics.stop()
         await self._engine.stop()

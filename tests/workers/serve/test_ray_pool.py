@@ -203,3 +203,25 @@ async def test_gateway_end_to_end_on_the_pool(backend, catalogue, tmp_path):
         audit = (await http.get("/admin/routes/audit", headers=admin)).json()["data"]
         # The audit names the admin credential; the x-tollgate-actor header is ignored.
         assert audit[0]["action"] == "promote" and audit[0]["actor"] == admin_actor(ADMIN_KEY)
+        # The replicas' engine series reach the gateway's /metrics, summed over the pool: counters per version,
+        # gauges per replica.
+        deadline, text = time.monotonic() + 30, ""
+        while time.monotonic() < deadline:
+            text = (await http.get("/metrics", headers=admin)).text
+            tokens = engine_sample(text, "tollgate:generation_tokens_total", model_name=BF16)
+            if tokens is not None and tokens >= 6:
+                break
+            await asyncio.sleep(0.5)
+        assert engine_sample(text, "tollgate:generation_tokens_total", model_name=BF16) >= 6, text[-3000:]
+        assert engine_sample(text, "tollgate:time_to_first_token_seconds_count", model_name=BF16) >= 2
+        assert 'tollgate:kv_blocks_total{model_name="%s",replica="' % BF16 in text
+
+
+def engine_sample(text: str, name: str, **labels) -> float | None:
+    """The value of the sample `name` with exactly `labels` in a scrape, or None."""
+    from prometheus_client.parser import text_string_to_metric_families
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == name and s.labels == labels:
+                return s.value
+    return None

@@ -25,8 +25,9 @@ class Run:
 
     def __init__(self, services: Services, principal, request_id: str, *, endpoint: str, model: str,
                  reservation: Reservation, started: float, job: Job | None = None,
-                 candidates: list[str] = (), pinned: bool = False) -> None:
+                 candidates: list[str] = (), pinned: bool = False, kind: str = "interactive") -> None:
         self.svc, self.principal, self.request_id = services, principal, request_id
+        self.kind = kind  # "interactive" | "batch": how the ledger row is costed
         self.endpoint, self.model, self.job = endpoint, model, job
         self.candidates, self.pinned = list(candidates), pinned
         self.reservation, self.started = reservation, started
@@ -131,10 +132,10 @@ class Run:
                     completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
                     cache_hit=self.cache_hit, latency_ms=round(latency_s * 1000, 3),
                     ttft_ms=None if self.ttft_s is None else round(self.ttft_s * 1000, 3),
-                    status=status, created_at=datetime.now(UTC))
+                    status=status, created_at=datetime.now(UTC), kind=self.kind)
                 cost = svc.prices.cost(model, prompt_tokens=self.prompt_tokens,
                                        completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
-                                       cache_hit=self.cache_hit)
+                                       cache_hit=self.cache_hit, kind=self.kind)
                 svc.metrics.record_usage(self.principal.tenant_id, model, prompt=self.prompt_tokens,
                                          completion=self.completion_tokens, cached=self.cached_tokens,
                                          cost=float(cost))

@@ -118,6 +118,10 @@ class Run:
         if self._finished:
             return None
         self._finished = True
+        if self.kind == "batch" and status == "aborted":
+            # A batch line cut off by this gateway's own shutdown runs again when the batch resumes, under the
+            # same request id: billing the cut-off part would make the ledger skip the full run's row.
+            self.produced = False
         svc, latency_s = self.svc, time.perf_counter() - self.started
         self._status, rec = status, None
         try:

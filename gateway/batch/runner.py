@@ -46,7 +46,7 @@ Execute = Callable[[str, str, dict, str], Awaitable[LineResult]]
 class RunnerConfig:
     concurrency: int = 4  # lines in flight in this process, all batches together
     max_batches: int = 4  # batches this process works on at once
-    poll_s: float = 1.0  # how often to look for batches, and for a cancel or expiry of those running
+    poll_s: float = 1.0  # how often to renew leases, look for batches, and for a cancel or expiry of those running
     lease_s: float = 30.0  # a claim lasts this long unless renewed (every poll); then another replica may take it
     stop_timeout_s: float = 30.0  # on shutdown, how long lines in flight may finish before they are cut off
     max_requests: int = 50_000  # requests one batch may hold
@@ -96,23 +96,25 @@ class BatchRunner:
     async def stop(self) -> None:
         """Take no new lines; let those in flight finish (bounded), then hand every batch back."""
         self._stopping = True
+        self._wake.set()
         for work in self._work.values():
             work.halted = True
-        if self._loop_task is not None:
-            self._loop_task.cancel()
-            await asyncio.gather(self._loop_task, return_exceptions=True)
         tasks = list(self._tasks.values())
-        if tasks:
+        if tasks:  # the loop keeps their leases meanwhile
             _, late = await asyncio.wait(tasks, timeout=self.config.stop_timeout_s)
             for task in late:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+            await asyncio.gather(self._loop_task, return_exceptions=True)
 
     async def _loop(self) -> None:
-        while not self._stopping:
+        while True:
+            await self._renew()
             try:
                 room = self.config.max_batches - len(self._tasks)
-                if room > 0:
+                if room > 0 and not self._stopping:
                     for batch_id in await self.store.claim(self.owner, self.config.lease_s, room, list(self._tasks)):
                         self._tasks[batch_id] = asyncio.create_task(self._own(batch_id), name=f"batch-{batch_id}")
             except Exception:
@@ -123,6 +125,20 @@ class BatchRunner:
             except TimeoutError:
                 pass
             self._wake.clear()
+
+    async def _renew(self) -> None:
+        """Keep every batch this runner holds, whatever step it is at; one it lost stops here."""
+        for batch_id in list(self._tasks):
+            try:
+                if await self.store.renew(batch_id, self.owner, self.config.lease_s):
+                    continue
+            except Exception:
+                log.exception("batch %s: lease renewal failed; trying again", batch_id)
+                continue
+            work = self._work.get(batch_id)
+            if work is not None:
+                work.lost = work.halted = True
+            log.warning("batch %s: lease lost to another runner; stopping here", batch_id)
 
     async def _own(self, batch_id: str) -> None:
         try:
@@ -192,18 +208,15 @@ class BatchRunner:
         return await self._to_finalizing(batch)
 
     async def _watch(self, work: _Work) -> None:
-        """Every poll: keep the lease, and halt the batch when it is cancelled or its window runs out."""
+        """Every poll: halt the batch when it is cancelled or its window runs out (the loop keeps its lease)."""
         batch = work.batch
         while not work.halted:
             await asyncio.sleep(self.config.poll_s)
             try:
-                if not await self.store.renew(batch.id, self.owner, self.config.lease_s):
-                    work.lost = work.halted = True
-                    log.warning("batch %s: lease lost to another runner; stopping here", batch.id)
-                elif await self.store.status(batch.id) == state.CANCELLING or _expired(batch):
+                if _expired(batch) or await self.store.status(batch.id) == state.CANCELLING:
                     work.halted = True
             except Exception:
-                log.exception("batch %s: lease renewal failed; trying again", batch.id)
+                log.exception("batch %s: reading its status failed; trying again", batch.id)
 
     async def _lines(self, work: _Work) -> None:
         """One of the batch's workers: take a line, run it, record it, until none are left or it halts."""

@@ -98,8 +98,10 @@ class Settings(BaseSettings):
     batch_poll_s: float = Field(1.0, gt=0)  # how often the runner looks for batches, cancels and expiries
     batch_lease_s: float = Field(30.0, gt=0)  # a replica that stops renewing loses its batches after this
     # Batch lines queue behind everything else in the engines (lower runs earlier; the engines' range ends at
-    # 1e6), and a waiting interactive request displaces a running batch line when the batch is full.
+    # 1e6). At the engines' background_priority (default 1e6) they run only in steps with nothing else to run,
+    # and a waiting interactive request displaces a running batch line when the engine's batch is full.
     batch_priority: int = Field(1_000_000, ge=-1_000_000, le=1_000_000)
+    batch_line_timeout_s: float = Field(3600.0, gt=0)  # one batch line, admitted to answered (request_timeout_s's)
 
     @property
     def resolved_spool_dir(self) -> Path:

@@ -31,7 +31,9 @@ class Run:
         self.endpoint, self.model, self.job = endpoint, model, job
         self.candidates, self.pinned = list(candidates), pinned
         self.reservation, self.started = reservation, started
-        self.deadline = started + services.settings.request_timeout_s
+        # A batch line may wait long in the engines behind interactive work (it runs only in idle steps).
+        self.deadline = started + (services.settings.batch_line_timeout_s if kind == "batch"
+                                   else services.settings.request_timeout_s)
         self.version: str | None = None
         self.prompt_tokens = 0
         self.max_tokens = 0

@@ -51,8 +51,13 @@ async def upload_file(principal: TenantDep, services: AppServices, request: Requ
         raise invalid_request(f"file: {e}", param="file", code=e.errors[0].code) from None
     row = await BatchStore(services.database).run(
         batch_files.create_file, tenant_id=principal.tenant_id, file_id=new_file_id(),
-        filename=(upload.filename or "upload.jsonl")[:256], purpose=purpose.text(), content=upload.data)
+        filename=_filename(upload.filename), purpose=purpose.text(), content=upload.data)
     return file_object(row)
+
+
+def _filename(name: str | None) -> str:
+    """Printable characters only (PostgreSQL refuses a NUL in text), at most 256 of them."""
+    return "".join(c for c in name or "" if c.isprintable())[:256] or "upload.jsonl"
 
 
 @router.get("/files", response_model=FileList)

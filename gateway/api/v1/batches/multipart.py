@@ -44,9 +44,17 @@ def parse_form(content_type: str, body: bytes) -> dict[str, Part]:
         head, sep, data = chunk[2:].partition(b"\r\n\r\n")
         if not sep or not data.endswith(b"\r\n"):
             raise invalid_request("The multipart body is malformed (a part without headers or end).")
-        part = _part(head.decode("latin-1"), data[:-2])
+        part = _part(_text(head), data[:-2])
         parts.setdefault(part.name, part)
     return parts
+
+
+def _text(head: bytes) -> str:
+    """Part headers: UTF-8 as browsers and httpx send file names (RFC 7578), else Latin-1."""
+    try:
+        return head.decode("utf-8")
+    except UnicodeDecodeError:
+        return head.decode("latin-1")
 
 
 def _part(head: str, data: bytes) -> Part:

@@ -43,6 +43,9 @@ async def create_batch(principal: TenantDep, services: AppServices, request: Req
     problem = body.problem()
     if problem is not None:
         raise invalid_request(f"{problem[0]}: {problem[1]}", param=problem[0])
+    if body.endpoint == "/v1/embeddings" and not (services.settings.embeddings_enabled
+                                                   and services.catalogue.embeddings):
+        raise invalid_request("endpoint: embeddings are not served by this gateway.", param="endpoint")
     store = BatchStore(services.database)
     found = None
     if FILE_ID.fullmatch(body.input_file_id):

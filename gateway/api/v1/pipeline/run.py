@@ -146,11 +146,16 @@ class Run:
                                          completion=self.completion_tokens, cached=self.cached_tokens,
                                          cost=float(cost))
             svc.metrics.requests.labels(self.principal.tenant_id, model, self.endpoint, status).inc()
-            svc.metrics.latency.labels(model, self.endpoint).observe(latency_s)
-            if self.ttft_s is not None:
+            # A batch line's times are mostly its wait for idle steps: they would say nothing about a version's
+            # speed, and must not trip a canary's rollback or fill the interactive latency histograms.
+            interactive = self.kind != "batch"
+            if interactive:
+                svc.metrics.latency.labels(model, self.endpoint).observe(latency_s)
+            if self.ttft_s is not None and interactive:
                 svc.metrics.ttft.labels(model).observe(self.ttft_s)
-            if self.version is not None:
-                svc.router.observe(self.version, ok=status in HEALTHY, ttft_s=self.ttft_s, latency_s=latency_s)
+            if self.version is not None and (interactive or status not in HEALTHY):
+                svc.router.observe(self.version, ok=status in HEALTHY, ttft_s=self.ttft_s if interactive else None,
+                                   latency_s=latency_s)
         except BaseException:
             self._leave()
             raise

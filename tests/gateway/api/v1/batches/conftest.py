@@ -24,10 +24,10 @@ def db(tmp_path_factory, gw_catalogue):
     return tmp, url
 
 
-def serve(db, backend: CannedBackend | None = None, **settings) -> LiveServer:
+def serve(db, backend: CannedBackend | None = None, *, embedder=None, **settings) -> LiveServer:
     tmp, url = db
-    settings = gateway_settings(tmp, url, embeddings_enabled=False, cache_enabled=False, **{**QUICK, **settings})
-    return LiveServer(create_app(settings, backend=backend or CannedBackend()))
+    settings = gateway_settings(tmp, url, **{"embeddings_enabled": False, "cache_enabled": False, **QUICK, **settings})
+    return LiveServer(create_app(settings, backend=backend or CannedBackend(), embedder=embedder))
 
 
 def auth(key: str) -> dict[str, str]:

@@ -155,11 +155,22 @@ def test_batches_are_listed_newest_first_with_paging(live, db):
     assert [b["id"] for b in rest["data"]] == [ids[0]] and rest["has_more"] is False
 
 
-def test_embeddings_and_completions_batches(db, tenant):
-    """The other two endpoints; embeddings need the embedder, so only completions run here (embeddings are off
-    on this gateway: each line answers the endpoint's own 503... which pauses, so it is not tried)."""
-    _, key = tenant
-    with serve(db, CannedBackend(tokens=2)) as server:
+class OnesEmbedder:
+    """Stands in for MiniLM: every text a unit vector along the first axis, one token per word."""
+
+    def embed(self, texts):
+        import numpy as np
+        v = np.zeros((len(texts), 4), dtype=np.float32)
+        v[:, 0] = 1
+        return v
+
+    def count_tokens(self, texts) -> int:
+        return sum(len(t.split()) for t in texts)
+
+
+def test_completions_and_embeddings_batches(db, tenant):
+    tenant_id, key = tenant
+    with serve(db, CannedBackend(tokens=2), embeddings_enabled=True, embedder=OnesEmbedder()) as server:
         lines = [{"custom_id": f"p{i}", "method": "POST", "url": "/v1/completions",
                   "body": {"model": MODEL, "prompt": f"count {i}", "max_tokens": 2}} for i in range(3)]
         done = wait_for(server, key, batch_of(server, key, lines, "/v1/completions")["id"])
@@ -167,3 +178,20 @@ def test_embeddings_and_completions_batches(db, tenant):
         out = content(server, key, done["output_file_id"])
         assert [o["response"]["body"]["choices"][0]["text"] for o in out] == ["aa"] * 3
         assert out[0]["response"]["body"]["object"] == "text_completion"
+        lines = [{"custom_id": f"e{i}", "method": "POST", "url": "/v1/embeddings",
+                  "body": {"model": "all-minilm-l6-v2", "input": ["one two", "three"]}} for i in range(2)]
+        done = wait_for(server, key, batch_of(server, key, lines, "/v1/embeddings")["id"])
+        assert done["status"] == "completed" and done["request_counts"]["completed"] == 2
+        (first, _) = content(server, key, done["output_file_id"])
+        body = first["response"]["body"]
+        assert body["object"] == "list" and body["data"][1]["embedding"] == [1.0, 0.0, 0.0, 0.0]
+        assert body["usage"]["prompt_tokens"] == 3
+    rows = wait_usage_rows(db[1], tenant_id, 5)
+    assert sorted((r.endpoint, r.kind) for r in rows) == [("/v1/completions", "batch")] * 3 + [
+        ("/v1/embeddings", "batch")] * 2
+
+
+def test_an_embeddings_batch_where_embeddings_are_off_is_400(live, tenant):
+    _, key = tenant
+    file_id = upload(live, key, jsonl([chat_line(0)])).json()["id"]
+    assert_openai_error(create(live, key, file_id, "/v1/embeddings"), 400, param="endpoint")

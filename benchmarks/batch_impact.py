@@ -1,12 +1,12 @@
 """What a running batch costs interactive requests: their time to first token (p50, p99) through the whole
-gateway on the real engine (SmolLM2 fp32 in process), without a batch and then with a large batch running
-in the same gateway, in one run. Batch lines run at the engines' lowest priority (a waiting interactive
+gateway on the real engine (SmolLM2 fp32 in process), without a batch and with a large batch running in the
+same gateway, alternated in rounds within one run (a shared machine's load drifts). Batch lines run at the engines' lowest priority (a waiting interactive
 request goes first and displaces a batch line when the engine's batch is full). Target: interactive p99 TTFT
 with the batch within 1.10x of without. Also prints how many batch lines finished meanwhile (the idle
 capacity the batch filled).
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/batch_impact.py              # ~2 x 30 s of traffic
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/batch_impact.py --seconds 15 # a shorter run
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/batch_impact.py              # 3 rounds of 2 x 15 s of traffic
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/batch_impact.py --rounds 1   # a shorter run
 """
 from __future__ import annotations
 
@@ -123,17 +123,21 @@ async def main(args) -> None:
                                      timeout=120) as client:
             for _ in range(5):  # warm: key cache, prices, the engine's first steps
                 await ttft(client, ikey, args.max_tokens)
-            without = await interactive(client, ikey, args)
-            batch_id = await start_batch(client, bkey, args)
-            before = (await batch(client, bkey, batch_id))["request_counts"]["completed"]
-            t = time.perf_counter()
-            with_batch = await interactive(client, ikey, args)
-            elapsed = time.perf_counter() - t
-            during = (await batch(client, bkey, batch_id))["request_counts"]["completed"] - before
-            await client.post(f"/v1/batches/{batch_id}/cancel", headers={"Authorization": f"Bearer {bkey}"})
+            without, with_batch, during, elapsed = [], [], 0, 0.0
+            for _ in range(args.rounds):
+                without += await interactive(client, ikey, args)
+                batch_id = await start_batch(client, bkey, args)
+                before = (await batch(client, bkey, batch_id))["request_counts"]["completed"]
+                t = time.perf_counter()
+                with_batch += await interactive(client, ikey, args)
+                elapsed += time.perf_counter() - t
+                during += (await batch(client, bkey, batch_id))["request_counts"]["completed"] - before
+                await client.post(f"/v1/batches/{batch_id}/cancel", headers={"Authorization": f"Bearer {bkey}"})
+                while (await batch(client, bkey, batch_id))["status"] != "cancelled":  # lines in flight end
+                    await asyncio.sleep(0.1)
     ms = lambda s: s * 1000  # noqa: E731
     print(f"interactive: {args.clients} users, {args.max_tokens}-token answers, {args.think:g} s think time, "
-          f"{args.seconds:g} s per phase; batch: {args.batch_lines} lines of {args.batch_max_tokens} tokens, "
+          f"{args.rounds} rounds of {args.seconds:g} s per phase; batch: {args.batch_lines} lines of {args.batch_max_tokens} tokens, "
           f"batch_concurrency {args.batch_concurrency}; engine max_num_seqs {args.max_num_seqs}, "
           f"{args.threads} threads")
     for name, xs in (("without a batch", without), ("with a batch", with_batch)):
@@ -147,7 +151,8 @@ async def main(args) -> None:
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seconds", type=float, default=30.0, help="measured window per phase")
+    p.add_argument("--seconds", type=float, default=15.0, help="measured window per phase and round")
+    p.add_argument("--rounds", type=int, default=3, help="without, then with a batch, this many times")
     p.add_argument("--clients", type=int, default=2, help="interactive users, each one request at a time")
     p.add_argument("--think", type=float, default=0.2, help="seconds between a user's requests")
     p.add_argument("--max-tokens", type=int, default=8, help="interactive answer length")

@@ -30,11 +30,13 @@ log = logging.getLogger("tollgate.batch")
 
 
 class Paused(Exception):
-    """The line cannot run now (a rate limit, a full queue, no capacity): try it again after `retry_after_s`."""
+    """The line cannot run now (a rate limit, a full queue, no capacity): try it again after `retry_after_s`.
+    With a `fallback` (a timeout, a failed generation: nothing was billed) the line is tried at most
+    RunnerConfig.max_attempts times, then `fallback` is its answer; without one it waits as long as it takes."""
 
-    def __init__(self, retry_after_s: float, why: str = "") -> None:
+    def __init__(self, retry_after_s: float, why: str = "", *, fallback: LineResult | None = None) -> None:
         super().__init__(why or f"retry after {retry_after_s}s")
-        self.retry_after_s = retry_after_s
+        self.retry_after_s, self.fallback = retry_after_s, fallback
 
 
 # (key id the batch runs as, endpoint, the line's body, the line's request id) -> the endpoint's answer.
@@ -51,10 +53,11 @@ class RunnerConfig:
     stop_timeout_s: float = 30.0  # on shutdown, how long lines in flight may finish before they are cut off
     max_requests: int = 50_000  # requests one batch may hold
     max_pause_s: float = 60.0  # longest wait a refusal's Retry-After can impose before the line is tried again
+    max_attempts: int = 3  # tries of a line that timed out or failed in the engine before its error is its answer
 
     def __post_init__(self) -> None:
-        if self.concurrency < 1 or self.max_batches < 1 or self.max_requests < 1:
-            raise ValueError("concurrency, max_batches and max_requests must be >= 1")
+        if self.concurrency < 1 or self.max_batches < 1 or self.max_requests < 1 or self.max_attempts < 1:
+            raise ValueError("concurrency, max_batches, max_requests and max_attempts must be >= 1")
         if self.poll_s <= 0 or self.stop_timeout_s < 0 or self.max_pause_s <= 0:
             raise ValueError("poll_s and max_pause_s must be > 0, stop_timeout_s >= 0")
         if self.lease_s <= 2 * self.poll_s:
@@ -68,6 +71,7 @@ class _Work:
     pending: deque[Request]
     paused_until: float = 0.0  # time.monotonic(): no new line before it
     halted: bool = False  # cancelled, expired, lease lost or the runner stopping: no new lines
+    attempts: dict[int, int] = field(default_factory=dict)  # line index -> failed tries (of those with a fallback)
     lost: bool = False  # another runner holds the lease now
     workers: list[asyncio.Task] = field(default_factory=list)
 
@@ -232,16 +236,25 @@ class BatchRunner:
                 try:
                     result = await self._one(work.batch, request)
                 except Paused as p:
-                    work.pending.appendleft(request)
-                    work.paused_until = time.monotonic() + min(max(p.retry_after_s, 0.05), self.config.max_pause_s)
-                    log.info("batch %s paused %.1fs: %s", work.batch.id, p.retry_after_s, p)
-                    continue
+                    result = self._gave_up(work, request, p)
+                    if result is None:
+                        work.pending.appendleft(request)
+                        work.paused_until = time.monotonic() + min(max(p.retry_after_s, 0.05), self.config.max_pause_s)
+                        log.info("batch %s paused %.1fs: %s", work.batch.id, p.retry_after_s, p)
+                        continue
                 except BaseException:
                     work.pending.appendleft(request)  # cut off (shutdown): it runs again on resume
                     raise
             line = output.answered(work.batch.id, request.index, request.custom_id,
                                    line_request_id(work.batch.id, request.index), result)
             await asyncio.shield(self.store.record_line(work.batch.id, request.index, result.ok, line))
+
+    def _gave_up(self, work: _Work, request: Request, paused: Paused) -> LineResult | None:
+        """The line's answer once a pause with a fallback has come max_attempts times; None: try again."""
+        if paused.fallback is None:
+            return None
+        tries = work.attempts[request.index] = work.attempts.get(request.index, 0) + 1
+        return paused.fallback if tries >= self.config.max_attempts else None
 
     async def _one(self, batch: Batch, request: Request) -> LineResult:
         try:

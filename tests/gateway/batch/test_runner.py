@@ -171,6 +171,29 @@ async def test_a_refused_line_pauses_the_batch_and_is_tried_again(database):
     assert (b.completed, b.failed) == (5, 0) and set(endpoint.calls.values()) == {2}
 
 
+class FailingEndpoint(FakeEndpoint):
+    """Line 1 always times out in the engine."""
+
+    async def __call__(self, key_id, endpoint, body, request_id):
+        if body["n"] == 1:
+            self.calls[request_id] += 1
+            raise Paused(0.01, "timeout", fallback=LineResult(504, {"error": {"code": "timeout"}}))
+        return await super().__call__(key_id, endpoint, body, request_id)
+
+
+async def test_a_line_that_keeps_failing_in_the_engine_gets_its_error_after_max_attempts(database):
+    batch_id, _ = make_batch(database, 3)
+    endpoint = FailingEndpoint()
+    r = runner(database, endpoint, max_attempts=3)
+    await r.start()
+    await until(lambda: get(database, batch_id).status == state.COMPLETED)
+    await r.stop()
+    b = get(database, batch_id)
+    assert (b.completed, b.failed) == (2, 1) and endpoint.calls[line_request_id(batch_id, 1)] == 3
+    (err,) = output(database, b.error_file_id)
+    assert err["custom_id"] == "c1" and err["response"]["status_code"] == 504
+
+
 async def test_cancel_stops_new_lines_and_keeps_what_is_done(database):
     batch_id, _ = make_batch(database, 200)
     r = runner(database, FakeEndpoint(delay_s=0.01), concurrency=2)

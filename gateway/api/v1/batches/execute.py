@@ -3,7 +3,8 @@ admitted against the tenant's limits and budget, generated at the batch priority
 
 The runner learns one of three things: the endpoint's answer (a 200, or an error it would have sent, e.g. a
 bad body or the month's budget spent: the line fails cleanly); Paused (a rate limit, a full queue, no
-capacity: the same line is tried again after the wait); or the key it runs as is no longer valid (a 401
+capacity: the same line is tried again after the wait; a timeout or a failed generation: a few times, then
+its 504 or 502 is the answer); or the key it runs as is no longer valid (a 401
 answer, so a revoked key stops a batch's remaining lines)."""
 from __future__ import annotations
 
@@ -60,6 +61,8 @@ class LineExecutor:
         except APIError as e:
             if e.status == 503 or e.code == "too_many_queued_requests":
                 raise Paused(_retry_after(e), e.message) from None
+            if e.status in (502, 504):  # timed out or failed in the engine (unbilled): a few more tries
+                raise Paused(RETRY_S, e.message, fallback=_error(e)) from None
             return _error(e)
 
     async def _principal(self, key_id: str) -> Principal:

@@ -8,7 +8,7 @@ import pytest
 from tests.gateway.api.v1.batches.conftest import (MODEL, auth, batch_of, chat_line, content, create, jsonl, serve,
                                                    upload, wait_for)
 from tests.gateway.data_fixtures import assert_openai_error
-from tests.gateway.support import ADMIN_KEY, CannedBackend, make_tenant, wait_usage_rows
+from tests.gateway.support import ADMIN_KEY, CannedBackend, make_tenant, migrate_and_seed, wait_usage_rows
 
 
 @pytest.fixture(scope="module")
@@ -168,8 +168,11 @@ class OnesEmbedder:
         return sum(len(t.split()) for t in texts)
 
 
-def test_completions_and_embeddings_batches(db, tenant):
-    tenant_id, key = tenant
+def test_completions_and_embeddings_batches(tmp_path, gw_catalogue):
+    # A database of its own: the module's gateway (embeddings off) would otherwise claim these batches too.
+    db = (tmp_path, f"sqlite:///{tmp_path / 'own.db'}")
+    migrate_and_seed(db[1], gw_catalogue)
+    tenant_id, key = make_tenant(db[1])
     with serve(db, CannedBackend(tokens=2), embeddings_enabled=True, embedder=OnesEmbedder()) as server:
         lines = [{"custom_id": f"p{i}", "method": "POST", "url": "/v1/completions",
                   "body": {"model": MODEL, "prompt": f"count {i}", "max_tokens": 2}} for i in range(3)]

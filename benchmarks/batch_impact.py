@@ -1,7 +1,7 @@
 """What a running batch costs interactive requests: their time to first token (p50, p99) through the whole
 gateway on the real engine (SmolLM2 fp32 in process), without a batch and with a large batch running in the
-same gateway, alternated in rounds within one run (a shared machine's load drifts). Batch lines run at the engines' lowest priority (a waiting interactive
-request goes first and displaces a batch line when the engine's batch is full). Target: interactive p99 TTFT
+same gateway, alternated in rounds within one run (a shared machine's load drifts). Batch lines run at the
+engines' background priority: only in steps with no interactive work. Target: interactive p99 TTFT
 with the batch within 1.10x of without. Also prints how many batch lines finished meanwhile (the idle
 capacity the batch filled).
 
@@ -95,8 +95,8 @@ async def start_batch(client: httpx.AsyncClient, key: str, args) -> str:
              for i in range(args.batch_lines)]
     content = b"".join(json.dumps(x).encode() + b"\n" for x in lines)
     f = await client.post("/v1/files", headers=h, data={"purpose": "batch"}, files={"file": ("b.jsonl", content)})
-    b = await client.post("/v1/batches", headers=h, json={"input_file_id": f.json()["id"],
-                                                          "endpoint": "/v1/chat/completions", "completion_window": "24h"})
+    b = await client.post("/v1/batches", headers=h, json={
+        "input_file_id": f.json()["id"], "endpoint": "/v1/chat/completions", "completion_window": "24h"})
     batch_id = b.json()["id"]
     while (await batch(client, key, batch_id))["request_counts"]["completed"] < 1:  # running, lines in flight
         await asyncio.sleep(0.1)
@@ -137,7 +137,8 @@ async def main(args) -> None:
                     await asyncio.sleep(0.1)
     ms = lambda s: s * 1000  # noqa: E731
     print(f"interactive: {args.clients} users, {args.max_tokens}-token answers, {args.think:g} s think time, "
-          f"{args.rounds} rounds of {args.seconds:g} s per phase; batch: {args.batch_lines} lines of {args.batch_max_tokens} tokens, "
+          f"{args.rounds} rounds of {args.seconds:g} s per phase; batch: {args.batch_lines} lines of "
+          f"{args.batch_max_tokens} tokens, "
           f"batch_concurrency {args.batch_concurrency}; engine max_num_seqs {args.max_num_seqs}, "
           f"{args.threads} threads")
     for name, xs in (("without a batch", without), ("with a batch", with_batch)):

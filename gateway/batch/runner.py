@@ -290,7 +290,8 @@ class BatchRunner:
             (ok if line.ok else failed).append(bytes(line.output))
         # Expired: lines left unrun, or the window ran out before it ever started.
         to = state.outcome(cancelled, expired=bool(unrun) or batch.in_progress_at is None)
-        return await self.store.finalize(batch, self.owner, to, _file(batch, ok, "output"), _file(batch, failed, "error"))
+        return await self.store.finalize(batch, self.owner, to, _file(batch, ok, "output"),
+                                         _file(batch, failed, "error"))
 
 
 def _file(batch: Batch, lines: list[bytes], what: str) -> BatchFile | None:

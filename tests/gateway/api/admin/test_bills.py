@@ -41,8 +41,8 @@ async def test_tenant_bill(admin_http, billed):
     assert set(bill) == {"tenant_id", "month", "lines", "total_cost", "currency"}
     assert (bill["tenant_id"], bill["month"], bill["currency"]) == (a, "2026-11", "USD")
     assert bill["lines"] == [
-        {"model": "all-minilm-l6-v2", "kind": "interactive", "requests": 1, "prompt_tokens": 1000, "completion_tokens": 0,
-         "cached_tokens": 0, "cost": "0.00001"},
+        {"model": "all-minilm-l6-v2", "kind": "interactive", "requests": 1, "prompt_tokens": 1000,
+         "completion_tokens": 0, "cached_tokens": 0, "cost": "0.00001"},
         # 1000 at 0.1 + 2 x 100 at 0.3 (the cached 1000 are free): 0.0001 + 0.00006
         {"model": MODEL, "kind": "interactive", "requests": 2, "prompt_tokens": 2000, "completion_tokens": 200,
          "cached_tokens": 1000, "cost": "0.00016"}]

@@ -55,8 +55,8 @@ def test_upload_mistakes_are_400s_never_500s(live, tenant):
     assert_openai_error(no_file, 400, param="file")
     as_json = httpx.post(f"{live.url}/v1/files", headers=auth(key), json={"purpose": "batch"})
     assert_openai_error(as_json, 400)
-    broken = httpx.post(f"{live.url}/v1/files", headers={**auth(key), "content-type": "multipart/form-data; boundary=x"},
-                        content=b"--x\r\nnonsense")
+    form = {**auth(key), "content-type": "multipart/form-data; boundary=x"}
+    broken = httpx.post(f"{live.url}/v1/files", headers=form, content=b"--x\r\nnonsense")
     assert_openai_error(broken, 400)
 
 

@@ -19,6 +19,8 @@ class Price(_Strict):
     input_per_million: float = Field(ge=0)
     output_per_million: float = Field(0.0, ge=0)
     cached_input_per_million: float = Field(0.0, ge=0)
+    # Batch API lines cost the interactive price times (1 - batch_discount).
+    batch_discount: float = Field(0.5, ge=0, le=1)
 
 
 class Replicas(_Strict):

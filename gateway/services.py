@@ -14,7 +14,7 @@ from fastapi import Depends, Request
 
 from gateway.billing.ledger import Ledger
 from gateway.billing.period import Month
-from gateway.billing.prices import PriceBook
+from gateway.billing.prices import PriceBook, batch_discounts
 from gateway.billing.spool import Spool, SpoolConfig
 from gateway.catalogue import Catalogue, load_catalogue
 from gateway.crud.usage import month_tokens
@@ -114,7 +114,7 @@ class Services:
               embedder: object | None = None) -> "Services":
         catalogue = load_catalogue(settings.catalogue)
         database = Database(settings.resolved_database_url)
-        prices = PriceBook(database)
+        prices = PriceBook(database, batch_discounts=batch_discounts(catalogue))
         storage: Storage = _limits_storage(settings)
         admin_key = ensure_admin_key(settings)[0]
         return cls(

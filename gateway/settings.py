@@ -88,6 +88,20 @@ class Settings(BaseSettings):
     # context and output + the new input).
     responses_max_stored_per_tenant: int = Field(1_000, ge=1)
     responses_max_input_bytes: int = Field(256 * 1024, ge=1)
+    # The Batch API (gateway.api.v1.batches, gateway.batch.runner). Uploads to POST /v1/files may be this large
+    # (the request body limit above does not apply to them); a batch holds at most batch_max_requests lines.
+    files_max_bytes: int = Field(50 * 2**20, ge=1)
+    batch_max_requests: int = Field(50_000, ge=1)
+    batch_runner_enabled: bool = True  # run batches in this process (every replica may; a lease keeps them apart)
+    batch_concurrency: int = Field(4, ge=1)  # batch lines in flight in this process, all batches together
+    batch_max_active: int = Field(4, ge=1)  # batches this process works on at once
+    batch_poll_s: float = Field(1.0, gt=0)  # how often the runner looks for batches, cancels and expiries
+    batch_lease_s: float = Field(30.0, gt=0)  # a replica that stops renewing loses its batches after this
+    # Batch lines queue behind everything else in the engines (lower runs earlier; the engines' range ends at
+    # 1e6). At the engines' background_priority (default 1e6) they run only in steps with nothing else to run,
+    # and a waiting interactive request displaces a running batch line when the engine's batch is full.
+    batch_priority: int = Field(1_000_000, ge=-1_000_000, le=1_000_000)
+    batch_line_timeout_s: float = Field(3600.0, gt=0)  # one batch line, admitted to answered (request_timeout_s's)
 
     @property
     def resolved_spool_dir(self) -> Path:

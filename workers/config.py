@@ -49,6 +49,10 @@ class EngineConfig:
     fair_prefill_weight: float = 1.0
     fair_decode_weight: float = 2.0
     fair_preempt_margin: float = 64.0
+    # Background work (the gateway's Batch API lines, at the lowest priority): a sequence whose priority is at
+    # least this runs only in steps with no other sequence to run, so it fills idle capacity without
+    # lengthening any other request's steps (it keeps its blocks meanwhile). None: no background class.
+    background_priority: int | None = 1_000_000
     max_model_len: int | None = None  # None: the model's own context length
     enable_prefix_caching: bool = True
     # Prompt heads every tenant may share in the prefix cache despite per-request salts, e.g. a
@@ -98,6 +102,9 @@ class EngineConfig:
             raise ValueError(f"max_num_batched_tokens must be >= 1, got {self.max_num_batched_tokens}")
         if self.scheduling_policy not in _POLICIES:
             raise ValueError(f"scheduling_policy must be one of {_POLICIES}, got {self.scheduling_policy!r}")
+        if self.background_priority is not None and (isinstance(self.background_priority, bool)
+                                                     or not isinstance(self.background_priority, int)):
+            raise ValueError(f"background_priority must be an integer or None, got {self.background_priority!r}")
         if min(self.fair_prefill_weight, self.fair_decode_weight, self.fair_preempt_margin) < 0:
             raise ValueError("fair_prefill_weight, fair_decode_weight and fair_preempt_margin must be >= 0")
         for i, p in enumerate(self.shared_prefixes):

@@ -56,6 +56,7 @@ class UsageRecord:
     ttft_ms: float | None = None
     status: str = "ok"  # ok | error | aborted | truncated
     created_at: datetime = field(default_factory=utcnow)
+    kind: str = "interactive"  # | "batch": a Batch API line, costed at the model's batch discount
 
 
 def record_to_json(rec: UsageRecord) -> dict:
@@ -439,7 +440,7 @@ class Ledger:
         try:
             row["cost"] = self._prices.cost(
                 rec.model, prompt_tokens=rec.prompt_tokens, completion_tokens=rec.completion_tokens,
-                cached_tokens=rec.cached_tokens, cache_hit=rec.cache_hit, when=rec.created_at)
+                cached_tokens=rec.cached_tokens, cache_hit=rec.cache_hit, when=rec.created_at, kind=rec.kind)
         except UnknownPrice:
             # Keep the usage (tokens are facts); a NULL cost is visible in bills and the CSV.
             log.error("usage ledger: no price for %r; %s recorded without a cost",

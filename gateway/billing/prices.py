@@ -38,15 +38,20 @@ class PricePoint:
     effective_from: datetime
 
 
+DEFAULT_BATCH_DISCOUNT = Decimal("0.5")
+KINDS = ("interactive", "batch")  # what a ledger row's work was: a request answered now, or a Batch API line
+
+
 def request_cost(price: PricePoint, *, prompt_tokens: int, completion_tokens: int,
-                 cached_tokens: int, cache_hit: bool) -> Decimal:
+                 cached_tokens: int, cache_hit: bool, discount: Decimal = Decimal(0)) -> Decimal:
     """Cached prompt tokens at the cached-input price, the rest at the input price; completion
-    tokens at the output price, or the cached-output price for a semantic-cache hit."""
+    tokens at the output price, or the cached-output price for a semantic-cache hit. A `discount`
+    (a batch line's) takes that fraction off the whole, before the one rounding."""
     cached = min(cached_tokens, prompt_tokens)
     output = price.cached_output_per_million if cache_hit else price.output_per_million
     micro = ((prompt_tokens - cached) * price.input_per_million
              + cached * price.cached_input_per_million + completion_tokens * output)
-    return (micro / MILLION).quantize(MONEY_QUANTUM, rounding=ROUND_HALF_EVEN)
+    return (micro * (1 - discount) / MILLION).quantize(MONEY_QUANTUM, rounding=ROUND_HALF_EVEN)
 
 
 class PriceBook:
@@ -54,8 +59,11 @@ class PriceBook:
     (in a background thread, never on the caller's path) so several gateway processes converge
     on a price set through another one."""
 
-    def __init__(self, database: Database, *, refresh_s: float = 60.0) -> None:
+    def __init__(self, database: Database, *, refresh_s: float = 60.0,
+                 batch_discounts: dict[str, Decimal] | None = None) -> None:
+        """`batch_discounts`: per model, the fraction a batch line saves (the catalogue's); others 0.5."""
         self._database = database
+        self._batch_discounts = dict(batch_discounts or {})
         self._refresh_s = refresh_s
         self._lock = threading.Lock()
         self._history: dict[str, list[PricePoint]] = {}  # model -> ascending effective_from
@@ -108,15 +116,26 @@ class PriceBook:
         points = self._fresh().get(model, [])
         return bool(points) and points[0].effective_from <= (when or utcnow())
 
+    def batch_discount(self, model: str) -> Decimal:
+        return self._batch_discounts.get(model, DEFAULT_BATCH_DISCOUNT)
+
     def cost(self, model: str, *, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0,
-             cache_hit: bool = False, when: datetime | None = None) -> Decimal:
+             cache_hit: bool = False, when: datetime | None = None, kind: str = "interactive") -> Decimal:
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
         return request_cost(self.price_at(model, when), prompt_tokens=prompt_tokens,
                             completion_tokens=completion_tokens, cached_tokens=cached_tokens,
-                            cache_hit=cache_hit)
+                            cache_hit=cache_hit, discount=self.batch_discount(model) if kind == "batch" else Decimal(0))
 
     def missing_prices(self, catalogue: Catalogue) -> list[str]:
         """Catalogue models (chat and embedding) with no price now: they must not be served."""
         return sorted(m for m in _catalogue_models(catalogue) if not self.has_price(m))
+
+
+def batch_discounts(catalogue: Catalogue) -> dict[str, Decimal]:
+    """Each catalogue model's batch discount, exact."""
+    specs = {**catalogue.models, **catalogue.embeddings}
+    return {model: _dec(spec.price.batch_discount) for model, spec in specs.items()}
 
 
 def _catalogue_models(catalogue: Catalogue) -> list[str]:

@@ -20,6 +20,7 @@ _INSERT = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 class ModelTotals:
     tenant_id: str
     model: str
+    kind: str  # "interactive" | "batch"
     requests: int
     prompt_tokens: int
     completion_tokens: int
@@ -44,20 +45,20 @@ def month_tokens(session: Session, *, tenant_id: str, month: Month) -> int:
 
 
 def totals_by_model(session: Session, *, period: Period, tenant_id: str | None = None) -> list[ModelTotals]:
-    """Per (tenant, model) sums over `period`; every tenant when tenant_id is None."""
-    stmt = (select(Usage.tenant_id, Usage.model, func.count(Usage.id),
+    """Per (tenant, model, kind) sums over `period`; every tenant when tenant_id is None."""
+    stmt = (select(Usage.tenant_id, Usage.model, Usage.kind, func.count(Usage.id),
                    func.coalesce(func.sum(Usage.prompt_tokens), 0),
                    func.coalesce(func.sum(Usage.completion_tokens), 0),
                    func.coalesce(func.sum(Usage.cached_tokens), 0),
                    func.sum(Usage.cost))
             .where(Usage.created_at >= period.start, Usage.created_at < period.end)
-            .group_by(Usage.tenant_id, Usage.model)
-            .order_by(Usage.tenant_id, Usage.model))
+            .group_by(Usage.tenant_id, Usage.model, Usage.kind)
+            .order_by(Usage.tenant_id, Usage.model, Usage.kind.desc()))  # "interactive" before "batch"
     if tenant_id is not None:
         stmt = stmt.where(Usage.tenant_id == tenant_id)
-    return [ModelTotals(tenant_id=t, model=m, requests=int(n), prompt_tokens=int(p),
+    return [ModelTotals(tenant_id=t, model=m, kind=k, requests=int(n), prompt_tokens=int(p),
                         completion_tokens=int(c), cached_tokens=int(ct), cost=cost or Decimal(0))
-            for t, m, n, p, c, ct, cost in session.execute(stmt)]
+            for t, m, k, n, p, c, ct, cost in session.execute(stmt)]
 
 
 def iter_usage(session: Session, *, period: Period, tenant_id: str | None = None,

@@ -34,9 +34,11 @@ class RequestContextMiddleware:
     x-request-id only as a correlation id, and refuses bodies over `max_body_bytes` and URLs
     with a NUL byte before anything parses them."""
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, body_limits: dict[str, int] | None = None) -> None:
+        """`body_limits`: exact paths with a limit of their own (file uploads)."""
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.body_limits = dict(body_limits or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -60,14 +62,15 @@ class RequestContextMiddleware:
             await send(message)
 
         try:
+            limit = self.body_limits.get(scope["path"], self.max_body_bytes)
             declared = headers.get(b"content-length")
-            if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-                await _send_error(body_too_large(self.max_body_bytes), send_with_ids)
+            if declared is not None and declared.isdigit() and int(declared) > limit:
+                await _send_error(body_too_large(limit), send_with_ids)
                 return
             if has_nul(scope):
                 await _send_error(APIError(400, "The URL holds a NUL byte (%00)."), send_with_ids)
                 return
-            await self.app(scope, self._limited(receive), send_with_ids)
+            await self.app(scope, self._limited(receive, limit), send_with_ids)
         except Exception:
             # Unhandled: logged here, where the request id is still known, and answered in
             # OpenAI's shape unless the response had already started.
@@ -82,7 +85,7 @@ class RequestContextMiddleware:
                                            "duration_ms": round((time.perf_counter() - started) * 1000, 2)})
             request_id_var.reset(token)
 
-    def _limited(self, receive: Receive) -> Receive:
+    def _limited(self, receive: Receive, limit: int) -> Receive:
         seen = 0
 
         async def receive_limited() -> Message:
@@ -90,8 +93,8 @@ class RequestContextMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.max_body_bytes:  # a chunked body that lied by omission
-                    raise body_too_large(self.max_body_bytes)
+                if seen > limit:  # a chunked body that lied by omission
+                    raise body_too_large(limit)
             return message
 
         return receive_limited

@@ -18,6 +18,7 @@ Money = Annotated[Decimal, PlainSerializer(decimal_text, return_type=str)]
 
 class BillLine(BaseModel):
     model: str
+    kind: str = "interactive"  # | "batch" (Batch API lines, at the model's batch discount)
     requests: int
     prompt_tokens: int
     completion_tokens: int

@@ -18,8 +18,9 @@ from datetime import datetime
 
 from prometheus_client import Counter
 
-from gateway.crud.keys import find_key, touch_key
+from gateway.crud.keys import find_key, get_key, touch_key
 from gateway.db.database import Database
+from gateway.db.models.tenant import Tenant
 from gateway.db.errors import database_unavailable
 from gateway.db.types import utcnow
 from gateway.security.keys import hash_key, key_matches, looks_like_key
@@ -119,25 +120,12 @@ class KeyAuthenticator:
                 self._remember_unknown(key_hash)
                 raise InvalidKey("Incorrect API key provided.")
             api_key, tenant = found
-            refusal = None
-            if api_key.revoked_at is not None:
-                refusal = "This API key has been revoked."
-            elif api_key.expires_at is not None and utcnow() >= api_key.expires_at:
-                refusal = "This API key has expired."
-            elif tenant.status != "active":
-                refusal = "This API key's organization is disabled."
+            refusal = refusal_of(api_key, tenant)
             if refusal is not None:
                 self._forget(key_hash)
                 raise InvalidKey(refusal)
             touch_key(session, key_id=api_key.id)  # at most once per TTL per key
-            principal = Principal(
-                tenant_id=tenant.id, tenant_name=tenant.name, key_id=api_key.id,
-                key_models=None if api_key.models is None else tuple(api_key.models),
-                rpm=tenant.rpm, tpm=tenant.tpm, monthly_token_budget=tenant.monthly_token_budget,
-                key_rpm=api_key.rpm, key_tpm=api_key.tpm, cache_enabled=tenant.cache_enabled,
-                cache_allow_sampling=tenant.cache_allow_sampling, cache_threshold=tenant.cache_threshold,
-                cache_ttl_s=tenant.cache_ttl_s, cache_max_entries=tenant.cache_max_entries,
-                priority=tenant.priority, share_weight=tenant.share_weight)
+            principal = principal_of(api_key, tenant)
             expires_at = api_key.expires_at
         self._store(key_hash, _Entry(principal, self._clock() + self._ttl_s, expires_at))
         return principal
@@ -173,6 +161,42 @@ class KeyAuthenticator:
         with self._lock:
             for h in [h for h, e in self._cache.items() if match(e.principal)]:
                 del self._cache[h]
+
+
+def refusal_of(api_key, tenant) -> str | None:
+    """Why the key may not be used now; None when it may."""
+    if api_key.revoked_at is not None:
+        return "This API key has been revoked."
+    if api_key.expires_at is not None and utcnow() >= api_key.expires_at:
+        return "This API key has expired."
+    if tenant.status != "active":
+        return "This API key's organization is disabled."
+    return None
+
+
+def principal_of(api_key, tenant) -> Principal:
+    return Principal(
+        tenant_id=tenant.id, tenant_name=tenant.name, key_id=api_key.id,
+        key_models=None if api_key.models is None else tuple(api_key.models),
+        rpm=tenant.rpm, tpm=tenant.tpm, monthly_token_budget=tenant.monthly_token_budget,
+        key_rpm=api_key.rpm, key_tpm=api_key.tpm, cache_enabled=tenant.cache_enabled,
+        cache_allow_sampling=tenant.cache_allow_sampling, cache_threshold=tenant.cache_threshold,
+        cache_ttl_s=tenant.cache_ttl_s, cache_max_entries=tenant.cache_max_entries,
+        priority=tenant.priority, share_weight=tenant.share_weight)
+
+
+def principal_by_key_id(session, key_id: str) -> Principal:
+    """The principal of a key known by its id (a batch runs as the key that created it); InvalidKey when the
+    key is gone, revoked or expired, or its tenant disabled: checked on each call, so a revocation stops a
+    batch's remaining lines."""
+    api_key = get_key(session, key_id=key_id)
+    tenant = None if api_key is None else session.get(Tenant, api_key.tenant_id)
+    if api_key is None or tenant is None:
+        raise InvalidKey("This API key no longer exists.")
+    refusal = refusal_of(api_key, tenant)
+    if refusal is not None:
+        raise InvalidKey(refusal)
+    return principal_of(api_key, tenant)
 
 
 def _unexpired(entry: _Entry) -> Principal:

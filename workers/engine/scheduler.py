@@ -42,6 +42,7 @@ class Scheduler:
             raise ValueError(f"max_seq_len must be >= 1, got {max_seq_len}")
         self.max_num_seqs = config.max_num_seqs
         self.max_num_batched_tokens = config.max_num_batched_tokens
+        self.background_priority = config.background_priority
         self.block_manager = block_manager
         self.eos_token_ids = set(eos_token_ids)
         self.max_seq_len = max_seq_len  # a sequence stops ("length") when it holds this many tokens
@@ -80,11 +81,12 @@ class Scheduler:
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
         self._displace(out)
-        displaced = len(out.preempted)
-        budget = self._schedule_running(out, self.max_num_batched_tokens)
-        # After a preemption for blocks the pool is short: admitting newcomers would only thrash.
-        if len(out.preempted) == displaced:
-            self._schedule_waiting(out, budget)
+        # While anything else is running or waiting, background sequences sit this step out (blocks kept).
+        everyone = (*self.running, *self.waiting)
+        only_foreground = any(not self._background(s) for s in everyone)
+        self._fill(out, only_foreground)
+        if only_foreground and not out.scheduled and any(self._background(s) for s in everyone):
+            self._fill(out, False)  # nothing else could run this step (no slots or blocks): never stall
         out.blocks_to_copy = self.block_manager.take_copies()
         return out
 
@@ -122,12 +124,25 @@ class Scheduler:
         return SchedulerStats(len(self.running), len(self.waiting), bm.num_used_blocks, bm.num_blocks,
                               bm.stats.queries, bm.stats.hits)
 
-    def _schedule_running(self, out: SchedulerOutput, budget: int) -> int:
+    def _fill(self, out: SchedulerOutput, only_foreground: bool) -> None:
+        displaced = len(out.preempted)
+        budget = self._schedule_running(out, self.max_num_batched_tokens, only_foreground)
+        # After a preemption for blocks the pool is short: admitting newcomers would only thrash.
+        if len(out.preempted) == displaced:
+            self._schedule_waiting(out, budget, only_foreground)
+
+    def _background(self, seq: Sequence) -> bool:
+        return self.background_priority is not None and seq.schedule.priority >= self.background_priority
+
+    def _schedule_running(self, out: SchedulerOutput, budget: int, only_foreground: bool = False) -> int:
         if self.drafts is not None:
             self.drafts.begin_step(self.running)
         i = 0
         while i < len(self.running) and budget > 0:
             seq = self.running[i]
+            if only_foreground and self._background(seq):
+                i += 1
+                continue
             num_new = min(seq.num_tokens - seq.num_computed_tokens, budget)
             # Drafts are optional: they take only free blocks, never preempt; without them, the usual path.
             s = self.drafts.schedule(seq, budget) if self.drafts is not None else None
@@ -152,13 +167,16 @@ class Scheduler:
                 return False
         return True
 
-    def _schedule_waiting(self, out: SchedulerOutput, budget: int) -> None:
+    def _schedule_waiting(self, out: SchedulerOutput, budget: int, only_foreground: bool = False) -> None:
         if not self.waiting:
             return
         # A parent yet to fork holds batch slots for its n completions.
         slots = len(self.running) + sum(s.params.n - 1 for s in self.running if s.awaiting_fork)
         while self.waiting and budget > 0:
-            seq = self.policy.next_waiting(self.waiting)
+            candidates = [s for s in self.waiting if not self._background(s)] if only_foreground else self.waiting
+            if not candidates:
+                break
+            seq = self.policy.next_waiting(candidates)
             need = seq.params.n if seq.awaiting_fork else 1
             if slots + need > self.max_num_seqs:
                 break

@@ -18,7 +18,7 @@ from gateway.api.v1.pipeline.respond import respond, response_id, status_of
 from gateway.api.v1.pipeline.run import Run
 from gateway.cache import CacheLookup
 from gateway.serving.base import CompletionDelta
-from gateway.services import AppServices
+from gateway.services import AppServices, Services
 from gateway.schemas.openai import (AssistantMessage, ChatChoice, ChatCompletion, ChatCompletionChunk,
                                     ChatCompletionRequest, ChunkChoice, Delta, Usage)
 
@@ -67,8 +67,15 @@ class ChatFormat:
 async def chat_completions(principal: TenantDep, body: ChatBody, services: AppServices, request: Request,
                            pin: PinHeader = None, session: SessionHeader = None):
     """Create a chat completion, whole or streamed as SSE; replayed from the semantic cache on a hit."""
-    job = Job.from_chat(body)
-    run = await admit(services, principal, request.state.request_id, job, pin=pin, session=session)
+    return await answer_chat(services, principal, Job.from_chat(body), body, request.state.request_id,
+                             request=request, pin=pin, session=session)
+
+
+async def answer_chat(services: Services, principal, job: Job, body: ChatCompletionRequest, request_id: str, *,
+                      request: Request | None = None, pin: str | None = None, session: str | None = None):
+    """The whole chat pipeline for one request, HTTP or a Batch API line (`request` None: no client to
+    watch for a disconnect)."""
+    run = await admit(services, principal, request_id, job, pin=pin, session=session)
     try:  # after admission: limits first, embedding second; only a plain single answer can be cached
         step = await consult(services, principal, body, run) if job.cacheable else CacheStep(
             CacheLookup("bypass", reason="parameters"))

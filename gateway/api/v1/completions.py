@@ -14,7 +14,7 @@ from gateway.api.v1.logprobs import completion_logprobs
 from gateway.api.v1.pipeline.choices import Choice
 from gateway.api.v1.pipeline.respond import respond, response_id
 from gateway.api.v1.pipeline.run import Run
-from gateway.services import AppServices
+from gateway.services import AppServices, Services
 from gateway.schemas.openai import Completion, CompletionChoice, CompletionRequest, Usage
 from gateway.serving.base import CompletionDelta
 
@@ -57,6 +57,12 @@ class CompletionFormat:
 async def completions(principal: TenantDep, body: CompletionBody, services: AppServices, request: Request,
                       pin: PinHeader = None, session: SessionHeader = None):
     """Create a text completion, whole or streamed as server-sent events."""
-    job = Job.from_completion(body)
-    run = await admit(services, principal, request.state.request_id, job, pin=pin, session=session)
+    return await answer_completion(services, principal, Job.from_completion(body), request.state.request_id,
+                                   request=request, pin=pin, session=session)
+
+
+async def answer_completion(services: Services, principal, job: Job, request_id: str, *,
+                            request: Request | None = None, pin: str | None = None, session: str | None = None):
+    """The whole completions pipeline for one request, HTTP or a Batch API line (`request` None)."""
+    run = await admit(services, principal, request_id, job, pin=pin, session=session)
     return await respond(run, CompletionFormat, request=request)

@@ -15,7 +15,7 @@ from gateway.api.v1.pipeline.admit import reserve_tokens
 from gateway.api.v1.pipeline.respond import status_of
 from gateway.api.v1.pipeline.run import Run
 from gateway.schemas.openai import Embedding, EmbeddingList, EmbeddingRequest, Usage
-from gateway.services import AppServices
+from gateway.services import AppServices, Services
 
 router = APIRouter()
 
@@ -27,6 +27,15 @@ _MARKERS_PER_TEXT = 2
 async def create_embeddings(principal: TenantDep, body: EmbeddingBody, services: AppServices,
                             request: Request, response: Response) -> EmbeddingList:
     """Embed one text or a list of texts."""
+    answer, headers = await embed(services, principal, body, request.state.request_id)
+    response.headers.update(headers)
+    return answer
+
+
+async def embed(services: Services, principal, body: EmbeddingRequest, request_id: str, *,
+                kind: str = "interactive") -> tuple[EmbeddingList, dict[str, str]]:
+    """The embeddings pipeline for one request, HTTP or a Batch API line (kind "batch"): the answer and
+    its rate-limit headers."""
     started = time.perf_counter()
     if body.model not in services.catalogue.embeddings:
         raise model_not_found(body.model)
@@ -39,8 +48,8 @@ async def create_embeddings(principal: TenantDep, body: EmbeddingBody, services:
     inputs = body.inputs()
     bound = sum(len(text.encode()) + _MARKERS_PER_TEXT for text in inputs)
     reservation = await reserve_tokens(services, principal, bound)
-    run = Run(services, principal, request.state.request_id, endpoint="/v1/embeddings", model=body.model,
-              reservation=reservation, started=started)
+    run = Run(services, principal, request_id, endpoint="/v1/embeddings", model=body.model,
+              reservation=reservation, started=started, kind=kind)
     try:
         run.prompt_tokens = await asyncio.to_thread(embedder.count_tokens, inputs)
         vectors = await asyncio.to_thread(embedder.embed, inputs)
@@ -52,6 +61,5 @@ async def create_embeddings(principal: TenantDep, body: EmbeddingBody, services:
     b64 = body.encoding_format == "base64"
     data = [Embedding(index=i, embedding=base64.b64encode(v.astype("<f4").tobytes()).decode() if b64 else v.tolist())
             for i, v in enumerate(vectors)]
-    response.headers.update(reservation.headers)
-    return EmbeddingList(data=data, model=body.model,
-                         usage=Usage(prompt_tokens=run.prompt_tokens, total_tokens=run.prompt_tokens))
+    return EmbeddingList(data=data, model=body.model, usage=Usage(prompt_tokens=run.prompt_tokens,
+                                                                  total_tokens=run.prompt_tokens)), reservation.headers

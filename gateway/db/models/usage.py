@@ -33,4 +33,5 @@ class Usage(Base):
     latency_ms: Mapped[float | None] = mapped_column(Float)
     ttft_ms: Mapped[float | None] = mapped_column(Float)
     status: Mapped[str] = mapped_column(String(16))
+    kind: Mapped[str] = mapped_column(String(16), default="interactive", server_default="interactive")  # | "batch"
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)

@@ -5,7 +5,8 @@ from decimal import Decimal
 import pytest
 
 from gateway.billing.prices import (CATALOGUE_EFFECTIVE_FROM, PriceBook, PricePoint, UnknownPrice,
-                                    request_cost, seed_prices_from_catalogue)
+                                    batch_discounts, request_cost, seed_prices_from_catalogue)
+from gateway.catalogue import CatalogueError
 from gateway.catalogue import parse_catalogue
 from gateway.crud.prices import list_prices, set_price
 
@@ -28,6 +29,32 @@ def test_cost_splits_cached_and_uncached_tokens_exactly():
 def test_semantic_cache_hit_bills_completion_at_cached_output_price():
     assert request_cost(_price(), prompt_tokens=1000, completion_tokens=500, cached_tokens=1000,
                         cache_hit=True) == D("0.000055")
+
+
+def test_a_discount_comes_off_the_whole_before_the_one_rounding():
+    full = request_cost(_price(), prompt_tokens=1000, completion_tokens=500, cached_tokens=300, cache_hit=False)
+    assert request_cost(_price(), prompt_tokens=1000, completion_tokens=500, cached_tokens=300, cache_hit=False,
+                        discount=D("0.5")) == full / 2 == D("0.0001175")
+    # 3 tokens at 0.10: 0.0000003 x 0.75 = 0.000000225 -> 10 places, half-even
+    assert request_cost(_price(), prompt_tokens=3, completion_tokens=0, cached_tokens=0, cache_hit=False,
+                        discount=D("0.25")) == D("0.0000002250")
+
+
+def test_batch_discounts_come_from_the_catalogue_default_half(database):
+    cat = parse_catalogue({"models": {"m": {"weights": "w", "price": {"input_per_million": 1, "batch_discount": 0.4},
+                                            "versions": {"v": {}}}},
+                           "embeddings": {"e": {"price": {"input_per_million": 1}}}})
+    assert batch_discounts(cat) == {"m": D("0.4"), "e": D("0.5")}
+    with database.session() as s:
+        seed_prices_from_catalogue(s, cat)
+    book = PriceBook(database, batch_discounts=batch_discounts(cat))
+    assert book.cost("m", prompt_tokens=1_000_000, completion_tokens=0, kind="batch") == D("0.6")
+    assert book.cost("m", prompt_tokens=1_000_000, completion_tokens=0) == D("1")
+    with pytest.raises(ValueError):
+        book.cost("m", prompt_tokens=1, completion_tokens=0, kind="later")
+    with pytest.raises(CatalogueError):
+        parse_catalogue({"models": {"m": {"weights": "w", "price": {"input_per_million": 1, "batch_discount": 1.5},
+                                          "versions": {"v": {}}}}})
 
 
 def test_no_float_drift_over_many_requests():

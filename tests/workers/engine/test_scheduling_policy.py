@@ -108,3 +108,56 @@ def test_unknown_policy():
         make_policy("lottery")
     with pytest.raises(ValueError):
         fake_config(scheduling_policy="lottery")
+
+
+BG = 1_000_000  # EngineConfig.background_priority's default: the gateway's Batch API lines
+
+
+def ids(out):
+    return [s.seq.request_id for s in out.scheduled]
+
+
+@pytest.mark.parametrize("policy", ["fcfs", "priority", "fair"])
+def test_background_sequences_sit_out_every_step_with_other_work(policy):
+    sched, runner = make(fake_config(scheduling_policy=policy))
+    sched.add(tenant_seq("bg", "batch", max_tokens=50, priority=BG))
+    out = sched.schedule()
+    assert ids(out) == ["bg"]  # alone, it runs
+    sched.update(out, runner.execute(out))
+    sched.add(tenant_seq("fg", "user", max_tokens=3))
+    steps = []
+    while "fg" in sched:
+        out = sched.schedule()
+        steps.append(ids(out))
+        sched.update(out, runner.execute(out))
+    assert steps == [["fg"]] * len(steps)  # the foreground request's steps carry nothing else
+    assert ids(sched.schedule()) == ["bg"] and not sched.running[0].is_finished  # then it goes on, blocks kept
+
+
+def test_a_waiting_background_sequence_is_not_admitted_past_the_foreground_even_first_in_line():
+    sched, runner = make(fake_config(scheduling_policy="fcfs"))
+    sched.add(tenant_seq("bg", "batch", max_tokens=2, priority=BG))
+    sched.add(tenant_seq("fg", "user", max_tokens=2))
+    assert ids(sched.schedule()) == ["fg"]
+
+
+def test_background_runs_rather_than_stall_when_nothing_else_can():
+    # Two slots, both background and running; a foreground request waits for a slot under FCFS (no displacing):
+    # the background sequences go on until one finishes and frees its slot.
+    sched, runner = make(fake_config(scheduling_policy="fcfs", max_num_seqs=2))
+    for i in range(2):
+        sched.add(tenant_seq(f"bg{i}", "batch", max_tokens=3 + i, priority=BG))
+    out = sched.schedule()
+    sched.update(out, runner.execute(out))
+    sched.add(tenant_seq("fg", "user", max_tokens=2))
+    finished = run(sched, runner)
+    assert {s.request_id for s in finished} == {"bg0", "bg1", "fg"}
+
+
+def test_no_background_class_when_it_is_off():
+    sched, runner = make(fake_config(background_priority=None))
+    sched.add(tenant_seq("low", "batch", max_tokens=50, priority=BG))
+    out = sched.schedule()
+    sched.update(out, runner.execute(out))
+    sched.add(tenant_seq("fg", "user", max_tokens=3))
+    assert sorted(ids(sched.schedule())) == ["fg", "low"]

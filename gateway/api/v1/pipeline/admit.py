@@ -92,7 +92,7 @@ async def reserve(svc: Services, principal, request_id: str, job: Job, chosen: R
     est = prompt_tokens + min(job.max_tokens or svc.settings.default_max_tokens, chosen.max_model_len) * job.generated
     reservation = await reserve_tokens(svc, principal, est, min_tokens=prompt_tokens + 1 if job.stream else None)
     return Run(svc, principal, request_id, endpoint=job.endpoint, model=chosen.model, reservation=reservation,
-               started=started, job=job, candidates=chosen.candidates, pinned=chosen.pinned)
+               started=started, job=job, candidates=chosen.candidates, pinned=chosen.pinned, kind=job.kind)
 
 
 async def reserve_tokens(svc: Services, principal, tokens: int, *, min_tokens: int | None = None):

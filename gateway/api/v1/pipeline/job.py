@@ -31,6 +31,12 @@ class Job:
     structured_param: str | None = None  # the request field that asked for it: a compile error's 400 names it
     tools: ToolSet | None = None  # the functions offered, and the rule for calling them
     priority: int | None = None  # asked for (vLLM's extension); the tenant's plan bounds it from below
+    kind: str = "interactive"  # | "batch": a Batch API line (billed at the batch discount)
+
+    def as_batch_line(self, priority: int) -> None:
+        """Run as a Batch API line: billed as batch work, and never ahead of `priority` in the engine's queue."""
+        self.kind = "batch"
+        self.priority = max(priority, self.priority if self.priority is not None else priority)
 
     @classmethod
     def from_chat(cls, body: ChatCompletionRequest) -> Job:

@@ -25,12 +25,15 @@ class Run:
 
     def __init__(self, services: Services, principal, request_id: str, *, endpoint: str, model: str,
                  reservation: Reservation, started: float, job: Job | None = None,
-                 candidates: list[str] = (), pinned: bool = False) -> None:
+                 candidates: list[str] = (), pinned: bool = False, kind: str = "interactive") -> None:
         self.svc, self.principal, self.request_id = services, principal, request_id
+        self.kind = kind  # "interactive" | "batch": how the ledger row is costed
         self.endpoint, self.model, self.job = endpoint, model, job
         self.candidates, self.pinned = list(candidates), pinned
         self.reservation, self.started = reservation, started
-        self.deadline = started + services.settings.request_timeout_s
+        # A batch line may wait long in the engines behind interactive work (it runs only in idle steps).
+        self.deadline = started + (services.settings.batch_line_timeout_s if kind == "batch"
+                                   else services.settings.request_timeout_s)
         self.version: str | None = None
         self.prompt_tokens = 0
         self.max_tokens = 0
@@ -117,6 +120,10 @@ class Run:
         if self._finished:
             return None
         self._finished = True
+        if self.kind == "batch" and status == "aborted":
+            # A batch line cut off by this gateway's own shutdown runs again when the batch resumes, under the
+            # same request id: billing the cut-off part would make the ledger skip the full run's row.
+            self.produced = False
         svc, latency_s = self.svc, time.perf_counter() - self.started
         self._status, rec = status, None
         try:
@@ -131,19 +138,24 @@ class Run:
                     completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
                     cache_hit=self.cache_hit, latency_ms=round(latency_s * 1000, 3),
                     ttft_ms=None if self.ttft_s is None else round(self.ttft_s * 1000, 3),
-                    status=status, created_at=datetime.now(UTC))
+                    status=status, created_at=datetime.now(UTC), kind=self.kind)
                 cost = svc.prices.cost(model, prompt_tokens=self.prompt_tokens,
                                        completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
-                                       cache_hit=self.cache_hit)
+                                       cache_hit=self.cache_hit, kind=self.kind)
                 svc.metrics.record_usage(self.principal.tenant_id, model, prompt=self.prompt_tokens,
                                          completion=self.completion_tokens, cached=self.cached_tokens,
                                          cost=float(cost))
             svc.metrics.requests.labels(self.principal.tenant_id, model, self.endpoint, status).inc()
-            svc.metrics.latency.labels(model, self.endpoint).observe(latency_s)
-            if self.ttft_s is not None:
+            # A batch line's times are mostly its wait for idle steps: they would say nothing about a version's
+            # speed, and must not trip a canary's rollback or fill the interactive latency histograms.
+            interactive = self.kind != "batch"
+            if interactive:
+                svc.metrics.latency.labels(model, self.endpoint).observe(latency_s)
+            if self.ttft_s is not None and interactive:
                 svc.metrics.ttft.labels(model).observe(self.ttft_s)
-            if self.version is not None:
-                svc.router.observe(self.version, ok=status in HEALTHY, ttft_s=self.ttft_s, latency_s=latency_s)
+            if self.version is not None and (interactive or status not in HEALTHY):
+                svc.router.observe(self.version, ok=status in HEALTHY, ttft_s=self.ttft_s if interactive else None,
+                                   latency_s=latency_s)
         except BaseException:
             self._leave()
             raise

@@ -1,0 +1,310 @@
+"""The batch runner: a background task in every gateway process that claims runnable batches (a lease in the
+database, renewed while it works, so two replicas never run one batch), validates their input, runs their
+lines a few at a time through the tenant-facing pipeline (`Execute`), and writes their output files.
+
+A line is recorded in the database as soon as it is done, before the next is taken; a resumed batch (after a
+restart, or a lease taken over from a replica that died) runs only the lines not recorded. Each line's ledger
+row is keyed by an id derived from (batch, line), so a line run again after a crash between its ledger row and
+its record is still billed once."""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from gateway.batch import output, state
+from gateway.batch.ids import line_request_id, new_file_id
+from gateway.batch.input import InvalidInput, LineError, Request, parse_jsonl, requests_of
+from gateway.batch.output import LineResult
+from gateway.batch.store import BatchStore
+from gateway.db.models.batch import Batch
+from gateway.db.models.batch_file import BatchFile
+from gateway.db.types import utcnow
+
+log = logging.getLogger("tollgate.batch")
+
+
+class Paused(Exception):
+    """The line cannot run now (a rate limit, a full queue, no capacity): try it again after `retry_after_s`.
+    With a `fallback` (a timeout, a failed generation: nothing was billed) the line is tried at most
+    RunnerConfig.max_attempts times, then `fallback` is its answer; without one it waits as long as it takes."""
+
+    def __init__(self, retry_after_s: float, why: str = "", *, fallback: LineResult | None = None) -> None:
+        super().__init__(why or f"retry after {retry_after_s}s")
+        self.retry_after_s, self.fallback = retry_after_s, fallback
+
+
+# (key id the batch runs as, endpoint, the line's body, the line's request id) -> the endpoint's answer.
+# Raises Paused to have the line tried again later; any other error fails the line with a 500.
+Execute = Callable[[str, str, dict, str], Awaitable[LineResult]]
+
+
+@dataclass(slots=True)
+class RunnerConfig:
+    concurrency: int = 4  # lines in flight in this process, all batches together
+    max_batches: int = 4  # batches this process works on at once
+    poll_s: float = 1.0  # how often to renew leases, look for batches, and for a cancel or expiry of those running
+    lease_s: float = 30.0  # a claim lasts this long unless renewed (every poll); then another replica may take it
+    stop_timeout_s: float = 30.0  # on shutdown, how long lines in flight may finish before they are cut off
+    max_requests: int = 50_000  # requests one batch may hold
+    max_pause_s: float = 60.0  # longest wait a refusal's Retry-After can impose before the line is tried again
+    max_attempts: int = 3  # tries of a line that timed out or failed in the engine before its error is its answer
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1 or self.max_batches < 1 or self.max_requests < 1 or self.max_attempts < 1:
+            raise ValueError("concurrency, max_batches, max_requests and max_attempts must be >= 1")
+        if self.poll_s <= 0 or self.stop_timeout_s < 0 or self.max_pause_s <= 0:
+            raise ValueError("poll_s and max_pause_s must be > 0, stop_timeout_s >= 0")
+        if self.lease_s <= 2 * self.poll_s:
+            raise ValueError("lease_s must exceed two polls (poll_s), or a live lease could lapse between renewals")
+
+
+@dataclass(slots=True)
+class _Work:
+    """One claimed batch's lines in this process."""
+    batch: Batch
+    pending: deque[Request]
+    paused_until: float = 0.0  # time.monotonic(): no new line before it
+    halted: bool = False  # cancelled, expired, lease lost or the runner stopping: no new lines
+    attempts: dict[int, int] = field(default_factory=dict)  # line index -> failed tries (of those with a fallback)
+    lost: bool = False  # another runner holds the lease now
+    workers: list[asyncio.Task] = field(default_factory=list)
+
+
+class BatchRunner:
+    def __init__(self, store: BatchStore, execute: Execute, config: RunnerConfig | None = None, *,
+                 owner: str | None = None) -> None:
+        self.store, self.execute, self.config = store, execute, config or RunnerConfig()
+        self.owner = owner or f"runner-{uuid.uuid4().hex[:16]}"
+        self._slots = asyncio.Semaphore(self.config.concurrency)
+        self._tasks: dict[str, asyncio.Task] = {}  # batch id -> its task
+        self._work: dict[str, _Work] = {}
+        self._loop_task: asyncio.Task | None = None
+        self._stopping = False
+        self._wake = asyncio.Event()
+
+    # --- lifecycle
+
+    async def start(self) -> None:
+        self._loop_task = asyncio.create_task(self._loop(), name="batch-runner")
+
+    def poke(self) -> None:
+        """Look for work now (a batch was just created or cancelled here)."""
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """Take no new lines; let those in flight finish (bounded), then hand every batch back."""
+        self._stopping = True
+        self._wake.set()
+        for work in self._work.values():
+            work.halted = True
+        tasks = list(self._tasks.values())
+        if tasks:  # the loop keeps their leases meanwhile
+            _, late = await asyncio.wait(tasks, timeout=self.config.stop_timeout_s)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+            await asyncio.gather(self._loop_task, return_exceptions=True)
+
+    async def _loop(self) -> None:
+        while True:
+            await self._renew()
+            try:
+                room = self.config.max_batches - len(self._tasks)
+                if room > 0 and not self._stopping:
+                    for batch_id in await self.store.claim(self.owner, self.config.lease_s, room, list(self._tasks)):
+                        self._tasks[batch_id] = asyncio.create_task(self._own(batch_id), name=f"batch-{batch_id}")
+            except Exception:
+                log.exception("batch runner: claiming batches failed; trying again")
+            try:
+                async with asyncio.timeout(self.config.poll_s):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+            self._wake.clear()
+
+    async def _renew(self) -> None:
+        """Keep every batch this runner holds, whatever step it is at; one it lost stops here."""
+        for batch_id in list(self._tasks):
+            try:
+                if await self.store.renew(batch_id, self.owner, self.config.lease_s):
+                    continue
+            except Exception:
+                log.exception("batch %s: lease renewal failed; trying again", batch_id)
+                continue
+            work = self._work.get(batch_id)
+            if work is not None:
+                work.lost = work.halted = True
+            log.warning("batch %s: lease lost to another runner; stopping here", batch_id)
+
+    async def _own(self, batch_id: str) -> None:
+        try:
+            await self._advance(batch_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("batch runner: batch %s failed here; it is handed back to be taken up again", batch_id)
+        finally:
+            self._tasks.pop(batch_id, None)
+            self._work.pop(batch_id, None)
+            try:
+                await asyncio.shield(self.store.release(batch_id, self.owner))
+            except Exception:
+                log.exception("batch runner: releasing %s failed (its lease lapses by itself)", batch_id)
+            self._wake.set()
+
+    async def _advance(self, batch_id: str) -> None:
+        """Step the batch through its states as far as this runner can take it."""
+        batch = await self.store.held(batch_id, self.owner)
+        while batch is not None and batch.status in state.RUNNABLE and not self._stopping:
+            step = {state.VALIDATING: self._validate, state.IN_PROGRESS: self._run,
+                    state.CANCELLING: self._to_finalizing, state.FINALIZING: self._finalize}[batch.status]
+            if not await step(batch):
+                return
+            batch = await self.store.held(batch_id, self.owner)
+
+    # --- the steps: each returns False when the batch is not this runner's to go on with
+
+    async def _validate(self, batch: Batch) -> bool:
+        if _expired(batch):
+            return await self._to_finalizing(batch)
+        try:
+            requests = await self._requests(batch)
+        except InvalidInput as e:
+            return await self.store.move(batch.id, self.owner, state.FAILED,
+                                         errors=_errors_json(e.errors))
+        return await self.store.move(batch.id, self.owner, state.IN_PROGRESS, total=len(requests))
+
+    async def _requests(self, batch: Batch) -> list[Request]:
+        content = await self.store.input_content(batch)
+        if content is None:
+            raise InvalidInput([LineError("file_not_found", f"The input file {batch.input_file_id} was deleted.",
+                                          param="input_file_id")])
+        records = await asyncio.to_thread(parse_jsonl, content, max_lines=self.config.max_requests)
+        return requests_of(records, batch.endpoint)
+
+    async def _run(self, batch: Batch) -> bool:
+        try:
+            requests = await self._requests(batch)
+        except InvalidInput as e:  # the input file was deleted while the batch ran
+            return await self.store.move(batch.id, self.owner, state.FAILED, errors=_errors_json(e.errors))
+        done = await self.store.done_lines(batch.id)
+        work = _Work(batch, deque(r for r in requests if r.index not in done))
+        self._work[batch.id] = work
+        watch = asyncio.create_task(self._watch(work))
+        try:
+            work.workers = [asyncio.create_task(self._lines(work)) for _ in range(self.config.concurrency)]
+            await asyncio.gather(*work.workers)
+        finally:
+            for task in work.workers:
+                task.cancel()
+            watch.cancel()
+            await asyncio.gather(watch, *work.workers, return_exceptions=True)
+        if self._stopping or work.lost:
+            return False
+        return await self._to_finalizing(batch)
+
+    async def _watch(self, work: _Work) -> None:
+        """Every poll: halt the batch when it is cancelled or its window runs out (the loop keeps its lease)."""
+        batch = work.batch
+        while not work.halted:
+            await asyncio.sleep(self.config.poll_s)
+            try:
+                if _expired(batch) or await self.store.status(batch.id) == state.CANCELLING:
+                    work.halted = True
+            except Exception:
+                log.exception("batch %s: reading its status failed; trying again", batch.id)
+
+    async def _lines(self, work: _Work) -> None:
+        """One of the batch's workers: take a line, run it, record it, until none are left or it halts."""
+        while work.pending and not work.halted:
+            wait = work.paused_until - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(min(wait, self.config.poll_s))
+                continue
+            async with self._slots:
+                if not work.pending or work.halted or work.paused_until > time.monotonic():
+                    continue
+                request = work.pending.popleft()
+                try:
+                    result = await self._one(work.batch, request)
+                except Paused as p:
+                    result = self._gave_up(work, request, p)
+                    if result is None:
+                        work.pending.appendleft(request)
+                        work.paused_until = time.monotonic() + min(max(p.retry_after_s, 0.05), self.config.max_pause_s)
+                        log.info("batch %s paused %.1fs: %s", work.batch.id, p.retry_after_s, p)
+                        continue
+                except BaseException:
+                    work.pending.appendleft(request)  # cut off (shutdown): it runs again on resume
+                    raise
+            line = output.answered(work.batch.id, request.index, request.custom_id,
+                                   line_request_id(work.batch.id, request.index), result)
+            await asyncio.shield(self.store.record_line(work.batch.id, request.index, result.ok, line))
+
+    def _gave_up(self, work: _Work, request: Request, paused: Paused) -> LineResult | None:
+        """The line's answer once a pause with a fallback has come max_attempts times; None: try again."""
+        if paused.fallback is None:
+            return None
+        tries = work.attempts[request.index] = work.attempts.get(request.index, 0) + 1
+        return paused.fallback if tries >= self.config.max_attempts else None
+
+    async def _one(self, batch: Batch, request: Request) -> LineResult:
+        try:
+            return await self.execute(batch.key_id, batch.endpoint, request.body,
+                                      line_request_id(batch.id, request.index))
+        except (Paused, asyncio.CancelledError):
+            raise
+        except Exception:
+            log.exception("batch %s line %d failed", batch.id, request.line)
+            return LineResult(500, {"error": {"message": "The server had an error while processing this request.",
+                                              "type": "server_error", "param": None, "code": None}})
+
+    async def _to_finalizing(self, batch: Batch) -> bool:
+        return await self.store.move(batch.id, self.owner, state.FINALIZING)
+
+    async def _finalize(self, batch: Batch) -> bool:
+        """Lines the window left unrun become batch_expired errors (a cancelled batch's are left out, as
+        OpenAI's); then the output and error files and the final state, together."""
+        cancelled = batch.cancelling_at is not None
+        done = await self.store.done_lines(batch.id)
+        unrun = []
+        if not cancelled and len(done) < batch.total:
+            try:
+                unrun = [r for r in await self._requests(batch) if r.index not in done]
+            except InvalidInput:
+                unrun = []
+            for r in unrun:
+                await self.store.record_line(batch.id, r.index, False, output.not_run(
+                    batch.id, r.index, r.custom_id, "batch_expired",
+                    "This request could not be executed before the completion window expired."))
+        ok, failed = [], []
+        for line in await self.store.finished_lines(batch.id):
+            (ok if line.ok else failed).append(bytes(line.output))
+        # Expired: lines left unrun, or the window ran out before it ever started.
+        to = state.outcome(cancelled, expired=bool(unrun) or batch.in_progress_at is None)
+        return await self.store.finalize(batch, self.owner, to, _file(batch, ok, "output"),
+                                         _file(batch, failed, "error"))
+
+
+def _file(batch: Batch, lines: list[bytes], what: str) -> BatchFile | None:
+    if not lines:
+        return None
+    content = output.jsonl(lines)
+    return BatchFile(id=new_file_id(), tenant_id=batch.tenant_id, filename=f"{batch.id}_{what}.jsonl",
+                     purpose="batch_output", bytes=len(content), content=content, created_at=utcnow())
+
+
+def _expired(batch: Batch) -> bool:
+    return utcnow() >= batch.expires_at
+
+
+def _errors_json(errors: list[LineError]) -> bytes:
+    return json.dumps([e.as_dict() for e in errors]).encode()

@@ -1,0 +1,62 @@
+"""The batch tables as the runner and the routes use them: each call one session, off the event loop."""
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from gateway.crud import batch_files, batches
+from gateway.db.database import Database
+from gateway.db.models.batch import Batch
+from gateway.db.models.batch_file import BatchFile
+from gateway.db.types import utcnow
+
+
+class BatchStore:
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    async def run(self, crud, **kw):
+        """`crud(session, **kw)` in a worker thread."""
+        return await asyncio.to_thread(self._call, crud, **kw)
+
+    def _call(self, crud, **kw):
+        with self.database.session() as session:
+            return crud(session, **kw)
+
+    # --- the runner's calls, named for what they mean
+
+    async def claim(self, owner: str, lease_s: float, limit: int, skip) -> list[str]:
+        return await self.run(batches.claim, owner=owner, now=utcnow(), lease_s=lease_s, limit=limit, skip=skip)
+
+    async def renew(self, batch_id: str, owner: str, lease_s: float) -> bool:
+        return await self.run(batches.renew, batch_id=batch_id, owner=owner,
+                              until=utcnow() + timedelta(seconds=lease_s))
+
+    async def release(self, batch_id: str, owner: str) -> None:
+        await self.run(batches.release, batch_id=batch_id, owner=owner)
+
+    async def held(self, batch_id: str, owner: str) -> Batch | None:
+        return await self.run(batches.held_batch, batch_id=batch_id, owner=owner)
+
+    async def move(self, batch_id: str, owner: str, to: str, **values) -> bool:
+        return await self.run(batches.move, batch_id=batch_id, owner=owner, to=to, now=utcnow(), **values)
+
+    async def status(self, batch_id: str) -> str | None:
+        return await self.run(batches.status_of, batch_id=batch_id)
+
+    async def input_content(self, batch: Batch) -> bytes | None:
+        return await self.run(batch_files.file_content, tenant_id=batch.tenant_id, file_id=batch.input_file_id)
+
+    async def done_lines(self, batch_id: str) -> set[int]:
+        return await self.run(batches.done_lines, batch_id=batch_id)
+
+    async def record_line(self, batch_id: str, line: int, ok: bool, output: bytes) -> bool:
+        return await self.run(batches.record_line, batch_id=batch_id, line=line, ok=ok, output=output, now=utcnow())
+
+    async def finished_lines(self, batch_id: str):
+        return await self.run(batches.finished_lines, batch_id=batch_id)
+
+    async def finalize(self, batch: Batch, owner: str, to: str, output_file: BatchFile | None,
+                       error_file: BatchFile | None) -> bool:
+        return await self.run(batches.finalize, batch=batch, owner=owner, to=to, now=utcnow(),
+                              output_file=output_file, error_file=error_file)

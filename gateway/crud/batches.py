@@ -1,0 +1,152 @@
+"""Batches: the tenant's reads and cancel, and the runner's claims, leases, finished lines and finalizing.
+
+Every write the runner makes is conditional on it still holding the batch's lease, so two gateway replicas
+never run one batch at once; a finished line is one row (primary key: batch, line) and its counter in one
+transaction, so a line is recorded once however often it is attempted."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from gateway.batch import state
+from gateway.db.models.batch import Batch, BatchLine
+from gateway.db.models.batch_file import BatchFile
+
+
+def create_batch(session: Session, *, batch: Batch) -> Batch:
+    session.add(batch)
+    session.commit()
+    return batch
+
+
+def get_batch(session: Session, *, tenant_id: str, batch_id: str) -> Batch | None:
+    return session.scalar(select(Batch).where(Batch.id == batch_id, Batch.tenant_id == tenant_id))
+
+
+def list_batches(session: Session, *, tenant_id: str, limit: int = 20, after: str | None = None) -> list[Batch]:
+    """Newest first; `after` a batch id of the tenant's: those listed after it."""
+    stmt = (select(Batch).where(Batch.tenant_id == tenant_id)
+            .order_by(Batch.created_at.desc(), Batch.id.desc()).limit(limit))
+    if after is not None:
+        cursor = get_batch(session, tenant_id=tenant_id, batch_id=after)
+        if cursor is not None:
+            stmt = stmt.where(or_(Batch.created_at < cursor.created_at,
+                                  and_(Batch.created_at == cursor.created_at, Batch.id < cursor.id)))
+    return list(session.scalars(stmt))
+
+
+def request_cancel(session: Session, *, tenant_id: str, batch_id: str, now: datetime) -> Batch | None:
+    """Move a validating or running batch to cancelling (the runner finishes it); others are left as they
+    are. None when the tenant has no such batch."""
+    session.execute(update(Batch).where(Batch.id == batch_id, Batch.tenant_id == tenant_id,
+                                        Batch.status.in_(state.CANCELLABLE))
+                    .values(status=state.CANCELLING, cancelling_at=now))
+    session.commit()
+    return get_batch(session, tenant_id=tenant_id, batch_id=batch_id)
+
+
+def status_of(session: Session, *, batch_id: str) -> str | None:
+    return session.scalar(select(Batch.status).where(Batch.id == batch_id))
+
+
+# --- the runner's side
+
+
+def _held(batch_id: str, owner: str):
+    return and_(Batch.id == batch_id, Batch.lease_owner == owner)
+
+
+def claim(session: Session, *, owner: str, now: datetime, lease_s: float, limit: int,
+          skip: Iterable[str] = ()) -> list[str]:
+    """Up to `limit` runnable batches no live lease holds, now leased to `owner` (oldest first)."""
+    free = or_(Batch.lease_owner.is_(None), Batch.lease_until < now)
+    candidates = list(session.scalars(
+        select(Batch.id).where(Batch.status.in_(state.RUNNABLE), free, Batch.id.not_in(list(skip)))
+        .order_by(Batch.created_at, Batch.id).limit(limit)))
+    claimed = []
+    for batch_id in candidates:
+        # Conditional: of two replicas racing for it, one update matches.
+        won = session.execute(update(Batch).where(Batch.id == batch_id, Batch.status.in_(state.RUNNABLE), free)
+                              .values(lease_owner=owner, lease_until=now + timedelta(seconds=lease_s)))
+        if won.rowcount:
+            claimed.append(batch_id)
+    session.commit()
+    return claimed
+
+
+def renew(session: Session, *, batch_id: str, owner: str, until: datetime) -> bool:
+    """Extend the lease; False when `owner` no longer holds it."""
+    done = session.execute(update(Batch).where(_held(batch_id, owner)).values(lease_until=until))
+    session.commit()
+    return bool(done.rowcount)
+
+
+def release(session: Session, *, batch_id: str, owner: str) -> None:
+    session.execute(update(Batch).where(_held(batch_id, owner)).values(lease_owner=None, lease_until=None))
+    session.commit()
+
+
+def held_batch(session: Session, *, batch_id: str, owner: str) -> Batch | None:
+    return session.scalar(select(Batch).where(_held(batch_id, owner)))
+
+
+def move(session: Session, *, batch_id: str, owner: str, to: str, now: datetime, **values) -> bool:
+    """Move a held batch to `to` (stamping its time), if the move is allowed from where it is now."""
+    allowed = [s for s in (*state.RUNNABLE,) if state.can_move(s, to)]
+    stamp = {state.STAMP[to]: now} if to in state.STAMP else {}
+    done = session.execute(update(Batch).where(_held(batch_id, owner), Batch.status.in_(allowed))
+                           .values(status=to, **stamp, **values))
+    session.commit()
+    return bool(done.rowcount)
+
+
+def done_lines(session: Session, *, batch_id: str) -> set[int]:
+    return set(session.scalars(select(BatchLine.line).where(BatchLine.batch_id == batch_id)))
+
+
+def record_line(session: Session, *, batch_id: str, line: int, ok: bool, output: bytes, now: datetime) -> bool:
+    """Keep a finished line and count it, together; False when the line was recorded already."""
+    try:
+        session.add(BatchLine(batch_id=batch_id, line=line, ok=ok, output=output, created_at=now))
+        session.flush()
+        counter = Batch.completed if ok else Batch.failed
+        session.execute(update(Batch).where(Batch.id == batch_id).values({counter: counter + 1}))
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        return False
+    return True
+
+
+def finalize(session: Session, *, batch: Batch, owner: str, to: str, now: datetime,
+             output_file: BatchFile | None, error_file: BatchFile | None) -> bool:
+    """The batch's output and error files and its final state, in one transaction: a runner that dies
+    half-way leaves it finalizing, for the next one to do again."""
+    if not state.can_move(batch.status, to) or batch.status != state.FINALIZING:
+        raise ValueError(f"cannot finalize a {batch.status} batch as {to}")
+    for f in (output_file, error_file):
+        if f is not None:
+            session.add(f)
+    done = session.execute(update(Batch).where(_held(batch.id, owner), Batch.status == state.FINALIZING).values(
+        status=to, **{state.STAMP[to]: now}, output_file_id=output_file.id if output_file else None,
+        error_file_id=error_file.id if error_file else None, lease_owner=None, lease_until=None))
+    if not done.rowcount:
+        session.rollback()
+        return False
+    session.commit()
+    return True
+
+
+def finished_lines(session: Session, *, batch_id: str) -> list[BatchLine]:
+    return list(session.scalars(select(BatchLine).where(BatchLine.batch_id == batch_id).order_by(BatchLine.line)))
+
+
+def line_counts(session: Session, *, batch_id: str) -> tuple[int, int]:
+    """(ok, failed) lines recorded."""
+    rows = dict(session.execute(select(BatchLine.ok, func.count()).where(BatchLine.batch_id == batch_id)
+                                .group_by(BatchLine.ok)).all())
+    return int(rows.get(True, 0)), int(rows.get(False, 0))

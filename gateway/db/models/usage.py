@@ -32,5 +32,6 @@ class Usage(Base):
     currency: Mapped[str] = mapped_column(String(8))
     latency_ms: Mapped[float | None] = mapped_column(Float)
     ttft_ms: Mapped[float | None] = mapped_column(Float)
+    engine_ms: Mapped[float | None] = mapped_column(Float)  # None: not metered (embeddings, older rows)
     status: Mapped[str] = mapped_column(String(16))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)

@@ -59,7 +59,7 @@ def decode_ms_per_token(engine: LLMEngine, size: int, rid: str, steps: int) -> f
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dtype", default="float32")
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)  # 2 spin-waits badly on a shared 2-core box
     ap.add_argument("--sizes", type=int, nargs="+", default=[8, 32, 64])
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()

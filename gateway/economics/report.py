@@ -29,6 +29,7 @@ MILLION = Decimal(1_000_000)
 ZERO = Decimal(0)
 RATIO = Decimal("0.000001")  # hours, utilisation and ratios are shown to 6 places
 RATE = Decimal("0.01")  # tokens per second
+DEFAULT_UTILISATION = Decimal("0.6")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +59,7 @@ class ReplicaSlice:
 @dataclass(frozen=True, slots=True)
 class ReportOptions:
     currency: str = "USD"
-    utilisation: Decimal = Decimal("0.6")  # what break-even prices assume
+    utilisation: Decimal = DEFAULT_UTILISATION  # what break-even prices assume
     throughput: Decimal | None = None  # output tokens per busy second; None: each version's measured one
 
     def __post_init__(self) -> None:

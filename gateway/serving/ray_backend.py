@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -59,6 +61,7 @@ class RayServeBackend:
         self._handles: dict[str, serve.handle.DeploymentHandle] = {}
         self._inputs: dict[str, InputProcessor] = {}
         self._health = VersionHealth()
+        self._replicas: dict[str, int] = {}  # per version, as of the last status poll (economics)
         self._poller: asyncio.Task | None = None
         self._started_ray = False
 
@@ -156,6 +159,7 @@ class RayServeBackend:
             deployments = app.deployments.values() if app is not None else []
             running[version] = sum(d.replica_states.get("RUNNING", 0) for d in deployments)
         self._health.update(running, time.monotonic())
+        self._replicas = running
 
     async def _poll_health(self) -> None:
         while True:
@@ -166,6 +170,18 @@ class RayServeBackend:
                 # A supervisor loop: a failed poll (the controller briefly unreachable, say) keeps
                 # the last view; it is logged with its traceback and the next poll tries again.
                 log.exception("ray backend: health poll failed")
+
+    @property
+    def replica_pool(self) -> str:
+        """Gateways attached to one cluster share its pool; a Ray this process started is its own."""
+        if self._settings.ray_address:
+            return f"ray:{self._settings.ray_address}/{self._settings.ray_namespace}"
+        return f"ray-local:{socket.gethostname()}:{os.getpid()}"
+
+    def replica_counts(self) -> dict[str, int]:
+        """RUNNING replicas per version (standby ones included: they are replicas of the same deployment), as of
+        the last status poll (every health_poll_s)."""
+        return dict(self._replicas)
 
     # -- generation ----------------------------------------------------------------------
 

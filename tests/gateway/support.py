@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 import uvicorn
 
 from gateway.billing.prices import seed_prices_from_catalogue
+from gateway.economics.costs import seed_version_costs_from_catalogue
 from gateway.catalogue import Catalogue
 from gateway.crud.keys import create_key
 from gateway.crud.tenants import create_tenant
@@ -32,6 +33,7 @@ def migrate_and_seed(url: str, catalogue: Catalogue) -> None:
     try:
         with db.session() as session:
             seed_prices_from_catalogue(session, catalogue)
+            seed_version_costs_from_catalogue(session, catalogue)  # as `tollgate migrate` does
     finally:
         db.dispose()
 

@@ -51,7 +51,7 @@ class EngineConfig:
     fair_preempt_margin: float = 64.0
     # Metered worker time (workers/engine/step_meter.py): a step's wall time is shared among its requests by
     # tokens, a prefill token weighing 1 and a decode token this much (measured: benchmarks/step_weights.py).
-    meter_decode_weight: float = 1.0
+    meter_decode_weight: float = 1.4
     max_model_len: int | None = None  # None: the model's own context length
     enable_prefix_caching: bool = True
     # Prompt heads every tenant may share in the prefix cache despite per-request salts, e.g. a

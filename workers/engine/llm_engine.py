@@ -12,7 +12,7 @@ from workers.engine.input_processor import InputProcessor
 from workers.engine.metrics import EngineMetrics
 from workers.engine.output_processor import OutputProcessor
 from workers.engine.scheduler import Scheduler
-from workers.engine.scheduler_output import ModelRunnerOutput
+from workers.engine.scheduler_output import ModelRunnerOutput, SchedulerOutput
 from workers.engine.sequence import Sequence
 from workers.engine.step_meter import StepMeter
 from workers.outputs import RequestOutput
@@ -93,7 +93,7 @@ class LLMEngine:
     def has_unfinished_requests(self) -> bool:
         return self.scheduler.has_unfinished()
 
-    def _execute(self, out):
+    def _execute(self, out: SchedulerOutput) -> ModelRunnerOutput:
         if not out.scheduled:
             return ModelRunnerOutput([])
         with self.meter.step(out):

@@ -2,11 +2,14 @@
 
     .venv/bin/python benchmarks/economics_check.py                 # 2 whole minutes of saturating load
     .venv/bin/python benchmarks/economics_check.py --minutes 3 --clients 32 --threads 2
+    .venv/bin/python benchmarks/economics_check.py --backend ray   # one Ray Serve replica, as `make serve` runs
 
 1. The engine benchmark's throughput (benchmarks/engine_throughput.py's engine run: 32 chat requests, outputs
-   uniform 16..256 tokens, all at once) for the catalogue's fp32 version, on this machine.
-2. The in-process gateway (fp32, replica-minutes sampled every 5 s) under `--clients` closed-loop clients asking
-   for the same mix, for `--minutes` whole UTC minutes (plus the start-up up to the next minute and a tail).
+   uniform 16..256 tokens, all at once) for the catalogue's fp32 version, on this machine, before and after the
+   load (shared machines drift; their mean is the reference).
+2. The gateway (fp32 in process, or on one Ray Serve replica; replica-minutes sampled every 5 s) under
+   `--clients` closed-loop clients asking for the same mix, for `--minutes` whole UTC minutes (plus the start-up
+   up to the next minute and a tail).
 3. The economics report over exactly those minutes (gateway/economics/query.py): its serving cost per 1M output
    tokens, against what the catalogue price implies at the benchmark's throughput:
        expected = per_replica_hour / (benchmark tok/s * 3600) * 1e6
@@ -49,6 +52,7 @@ from gateway.economics.report import ReportOptions  # noqa: E402
 from gateway.main import create_app  # noqa: E402
 from gateway.schemas.billing import decimal_text as dt  # noqa: E402
 from gateway.serving.inprocess import InProcessBackend  # noqa: E402
+from gateway.serving.ray_backend import RayServeBackend  # noqa: E402
 from gateway.settings import Settings  # noqa: E402
 from workers import LLM  # noqa: E402
 
@@ -115,13 +119,14 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2, help="engine threads (the catalogue's fp32 uses 2)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--backend", choices=["inprocess", "ray"], default="inprocess")
     args = ap.parse_args()
     catalogue = load_catalogue(Settings().catalogue)
     _, model, spec = catalogue.version(VERSION)
     engine = {"model": model.weights, **spec.engine, "num_threads": args.threads}
 
-    tps = engine_benchmark(engine, args.seed)
-    print(f"engine benchmark ({VERSION}, {args.threads} threads): {tps:.1f} output tok/s", flush=True)
+    before = engine_benchmark(engine, args.seed)
+    print(f"engine benchmark ({VERSION}, {args.threads} threads): {before:.1f} output tok/s", flush=True)
 
     tmp = Path(tempfile.mkdtemp(prefix="economics-check-"))
     db_url = f"sqlite:///{tmp / 'tollgate.db'}"
@@ -132,10 +137,15 @@ def main() -> None:
         seed_version_costs_from_catalogue(s, catalogue)
         tenant = create_tenant(s, name="economics-check")
         _, key = create_key(s, tenant_id=tenant.id)
-    settings = Settings(DATABASE_URL=db_url, REDIS_URL="", data_dir=tmp, admin_key=ADMIN_KEY, backend="inprocess",
+    settings = Settings(DATABASE_URL=db_url, REDIS_URL="", data_dir=tmp, admin_key=ADMIN_KEY, backend=args.backend,
                         log_level="WARNING", cache_enabled=False, embeddings_enabled=False, economics_sample_s=5,
-                        request_timeout_s=600)
-    backend = InProcessBackend(catalogue, {"num_threads": args.threads}, versions=[VERSION])
+                        request_timeout_s=600, RAY_ADDRESS="", ray_num_cpus=2)
+    if args.backend == "ray":  # one replica, however busy: the comparison is with one engine
+        backend = RayServeBackend(settings, catalogue, engine_overrides={"num_threads": args.threads},
+                                  versions=[VERSION], min_replicas=1, max_replicas=1, num_cpus=1,
+                                  env={"OMP_NUM_THREADS": str(args.threads)})
+    else:
+        backend = InProcessBackend(catalogue, {"num_threads": args.threads}, versions=[VERSION])
     with Server(create_app(settings, backend=backend)) as url:
         start = next_minute(datetime.now(UTC) + timedelta(seconds=20))  # the batch fills before it
         end = start + timedelta(minutes=args.minutes)
@@ -146,6 +156,9 @@ def main() -> None:
     with database.session() as s:
         report = economics_report(s, period=Period(start, end), month=None, options=ReportOptions())
     database.dispose()
+    after = engine_benchmark(engine, args.seed)
+    tps = (before + after) / 2
+    print(f"engine benchmark again: {after:.1f} output tok/s; mean {tps:.1f}")
     line = next(v for m in report.models for v in m.versions if v.version == VERSION)
     price = line.per_replica_hour
     expected = price * Decimal(1_000_000) / (Decimal(repr(tps)) * 3600)

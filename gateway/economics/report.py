@@ -5,7 +5,9 @@ replica-hour price in effect each minute; attributed_cost its requests' metered 
 effect when each finished; cost = max(serving, attributed) (attributed exceeds serving only when
 replica-minutes were not sampled, say with no gateway up); idle_cost = cost - attributed. Tenants carry their
 attributed cost plus a share of each version's idle cost in proportion to their attributed cost there (their
-requests, when nobody's engine time was metered); a version nobody used leaves its cost unallocated.
+requests, when nobody's engine time was metered); the cost of a version nobody used is shared among all tenants
+of the period the same way, by their attributed cost over every version. So tenants carry the whole cost (their
+margins are fully loaded); it stays unallocated only in a period without any tenant's usage.
 
 Money is exact: sums are kept unrounded, each version's figures rounded once to the money quantum, and the
 tenants' shares apportioned by largest remainder, so tenants (+ unallocated) add up to the totals to the
@@ -211,6 +213,12 @@ def build_report(usage: list[UsageSlice], replicas: list[ReplicaSlice], current:
             out.revenue += t.revenue
             out.attributed_cost += shares.tenant_attributed.get(tenant_id, ZERO)
             out.idle_cost += shares.tenant_idle.get(tenant_id, ZERO)
+    if tenants and unallocated:
+        exact = {t: sum((v.tenants[t].attributed for v in versions.values() if t in v.tenants), ZERO) for t in tenants}
+        weights = exact if any(exact.values()) else {t: Decimal(x.requests) for t, x in tenants.items()}
+        for tenant_id, share in apportion(unallocated, weights).items():
+            tenants[tenant_id].idle_cost += share
+        unallocated = ZERO
     for t in tenants.values():
         t.cost = t.attributed_cost + t.idle_cost
         t.margin = t.revenue - t.cost

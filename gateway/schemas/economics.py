@@ -87,7 +87,7 @@ class TenantEconomics(BaseModel):
     completion_tokens: int
     revenue: Money
     attributed_cost: Money  # its requests' engine time
-    idle_cost: Money  # its share of idle replicas, in proportion to its attributed cost per version
+    idle_cost: Money  # its share of idle replicas: per version by attributed cost, unused versions by its total
     cost: Money
     margin: Money
     margin_ratio: Number | None
@@ -100,7 +100,8 @@ class EconomicsTotals(BaseModel):
     cost: Money
     attributed_cost: Money
     idle_cost: Money
-    unallocated_cost: Money  # replicas of versions nobody used: in no tenant's cost (tenants + this = cost)
+    # Cost no tenant carries: only in a period with replicas up and no tenant's usage (tenants + this = cost).
+    unallocated_cost: Money
     margin: Money
 
 

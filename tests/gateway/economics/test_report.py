@@ -58,14 +58,16 @@ def test_model_tenants_and_totals_add_up(report):
                                                                                    D("1.3"))
     assert model.cost_per_million_output_tokens == D(1250)  # 2.5 over the 2000 tokens engines generated
     t1, t2 = report.tenants
+    # m@a's idle 1.2 by attributed cost there (0.6 each); unused m@b's 0.1 by attributed cost overall (equal too)
     assert (t1.tenant_id, t1.revenue, t1.attributed_cost, t1.idle_cost, t1.cost) == ("t1", D("1.01"), D("0.6"),
-                                                                                      D("0.6"), D("1.2"))
+                                                                                      D("0.65"), D("1.25"))
     assert (t2.tenant_id, t2.revenue, t2.attributed_cost, t2.idle_cost, t2.cost, t2.margin) == (
-        "t2", D("0.75"), D("0.6"), D("0.6"), D("1.2"), D("-0.45"))
+        "t2", D("0.75"), D("0.6"), D("0.65"), D("1.25"), D("-0.5"))
     tot = report.totals
-    assert (tot.revenue, tot.cost, tot.unallocated_cost, tot.margin) == (D("1.76"), D("2.5"), D("0.1"), D("-0.74"))
-    assert sum(t.revenue for t in report.tenants) == tot.revenue
-    assert sum(t.cost for t in report.tenants) + tot.unallocated_cost == tot.cost
+    assert (tot.revenue, tot.cost, tot.unallocated_cost, tot.margin) == (D("1.76"), D("2.5"), D(0), D("-0.74"))
+    assert sum(t.revenue for t in report.tenants) == tot.revenue == sum(m.revenue for m in report.models)
+    assert sum(t.cost for t in report.tenants) == tot.cost == sum(m.cost for m in report.models)
+    assert sum(t.margin for t in report.tenants) == tot.margin
     body = report.model_dump(mode="json")
     assert body["totals"]["margin"] == "-0.74" and body["models"][0]["versions"][0]["utilisation"] == "0.583333"
 
@@ -103,3 +105,10 @@ def test_a_throughput_parameter_replaces_the_measured_one():
 def test_bad_options(kw):
     with pytest.raises(ValueError):
         ReportOptions(**kw)
+
+
+def test_replicas_without_any_usage_stay_unallocated():
+    report = build_report([], [ReplicaSlice("m@a", 60, D("0.5"))], {}, period=NOV.period, month="2026-11",
+                          options=ReportOptions())
+    assert report.tenants == [] and report.totals.cost == report.totals.unallocated_cost == D("0.5")
+    assert report.totals.margin == D("-0.5")

@@ -12,6 +12,7 @@ from sqlalchemy.exc import TimeoutError as SQLAlchemyTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gateway.billing.ledger import LedgerFull
+from gateway.audit.errors import ChainHeadMissing
 from gateway.db.errors import database_unavailable as db_unavailable
 from gateway.limits.errors import LimitError, LimitsUnavailable, QuotaExceeded, RateLimited
 
@@ -139,6 +140,15 @@ def install_error_handlers(app: FastAPI) -> None:
         log.warning("database unavailable: %s", type(exc).__name__)
         err = database_unavailable()
         return JSONResponse(err.body(), status_code=err.status, headers=err.headers)
+
+    @app.exception_handler(ChainHeadMissing)
+    async def _audit_unavailable(_: Request, exc: ChainHeadMissing) -> JSONResponse:
+        """An admin change that cannot be audited is not applied (one transaction): say why."""
+        log.error("admin change refused: %s", exc)
+        err = APIError(500, "The change was not applied: the audit log cannot be appended to (its chain head "
+                       "is missing; run `tollgate migrate`, then `tollgate audit verify`).", type="server_error",
+                       code="audit_log_unavailable")
+        return JSONResponse(err.body(), status_code=err.status)
 
     @app.exception_handler(LedgerFull)
     async def _ledger_full(_: Request, exc: LedgerFull) -> JSONResponse:

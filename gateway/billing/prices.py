@@ -11,6 +11,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 
 from sqlalchemy.orm import Session
 
+from gateway.audit.auditor import Auditor
 from gateway.catalogue import Catalogue
 from gateway.crud.prices import list_prices, priced_models, set_price
 from gateway.db.database import Database
@@ -126,9 +127,11 @@ def _dec(value: float) -> Decimal:
     return Decimal(str(value))  # 0.1 -> Decimal("0.1"), not the float's binary expansion
 
 
-def seed_prices_from_catalogue(session: Session, catalogue: Catalogue) -> list[str]:
+def seed_prices_from_catalogue(session: Session, catalogue: Catalogue, *,
+                               auditor: Auditor | None = None) -> list[str]:
     """Insert the catalogue's price for every model that has none yet; returns those seeded.
-    Prices set through the admin API are never overwritten."""
+    Prices set through the admin API are never overwritten. With `auditor`, each seeded price is a
+    `price.set` row of the audit log, in the same transaction as the price."""
     have = priced_models(session)
     specs = {**{m: s.price for m, s in catalogue.models.items()},
              **{m: s.price for m, s in catalogue.embeddings.items()}}
@@ -139,6 +142,7 @@ def seed_prices_from_catalogue(session: Session, catalogue: Catalogue) -> list[s
         set_price(session, model=model, input_per_million=_dec(price.input_per_million),
                   output_per_million=_dec(price.output_per_million),
                   cached_input_per_million=_dec(price.cached_input_per_million),
-                  effective_from=CATALOGUE_EFFECTIVE_FROM)
+                  effective_from=CATALOGUE_EFFECTIVE_FROM,
+                  audit=auditor.on_write("price.set") if auditor is not None else None)
         seeded.append(model)
     return seeded

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import argparse
 
+from gateway.audit import cli as audit
 from gateway.cli import admin, migrate, serve
 from gateway.routing import cli as routes
 
 # Every module here has register(subparsers), which sets `handler` on its parser.
 # A new command is one more entry.
-COMMANDS = [serve, migrate, admin, routes]
+COMMANDS = [serve, migrate, admin, routes, audit]
 
 
 def build_parser() -> argparse.ArgumentParser:

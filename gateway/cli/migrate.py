@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from sqlalchemy.engine import make_url
+
+from gateway.audit.auditor import Auditor
 from gateway.billing.prices import seed_prices_from_catalogue
 from gateway.catalogue import load_catalogue
 from gateway.db import migrate as migrations
@@ -18,6 +21,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("migrate", help="apply database migrations (DATABASE_URL or the SQLite file)")
     p.add_argument("--down", action="store_true", help="downgrade to base: drops every gateway table")
     p.set_defaults(handler=run)
+
+
+def migrate_actor(url: str) -> str:
+    """Who seeded prices, for the audit log: no admin key is involved, so the database credential that
+    wrote them ("migrate:postgres"; "migrate:local" for a SQLite file)."""
+    return f"migrate:{make_url(url).username or 'local'}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,8 +42,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         catalogue = load_catalogue(settings.catalogue)
         with database.session() as session:
-            seeded = seed_prices_from_catalogue(session, catalogue)
-            costed = seed_version_costs_from_catalogue(session, catalogue)
+            auditor = Auditor(migrate_actor(url))
+            seeded = seed_prices_from_catalogue(session, catalogue, auditor=auditor)
+            costed = seed_version_costs_from_catalogue(session, catalogue, auditor=auditor)
     finally:
         database.dispose()
     if seeded:

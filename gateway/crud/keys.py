@@ -6,6 +6,7 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from gateway.crud.commit import AuditHook, commit
 from gateway.db.models.api_key import ApiKey
 from gateway.db.models.tenant import Tenant
 from gateway.db.types import utcnow
@@ -14,13 +15,14 @@ from gateway.security.keys import generate_key
 
 def create_key(session: Session, *, tenant_id: str, models: list[str] | None = None,
                expires_at: datetime | None = None, rpm: int | None = None,
-               tpm: int | None = None) -> tuple[ApiKey, str]:
-    """(row, secret). The secret exists nowhere else: hand it to the caller once."""
+               tpm: int | None = None, audit: AuditHook | None = None) -> tuple[ApiKey, str]:
+    """(row, secret). The secret exists nowhere else: hand it to the caller once. `audit` records the
+    key (never its secret) in the same transaction."""
     new = generate_key()
     key = ApiKey(tenant_id=tenant_id, prefix=new.prefix, key_hash=new.key_hash, models=models,
                  expires_at=expires_at, rpm=rpm, tpm=tpm)
     session.add(key)
-    session.commit()
+    commit(session, key, audit)
     return key, new.key
 
 
@@ -33,11 +35,12 @@ def list_keys(session: Session, *, tenant_id: str) -> list[ApiKey]:
     return list(session.scalars(stmt))
 
 
-def revoke_key(session: Session, *, key: ApiKey, when: datetime | None = None) -> ApiKey:
-    """Idempotent: a key revoked twice keeps its first revocation time."""
+def revoke_key(session: Session, *, key: ApiKey, when: datetime | None = None,
+               audit: AuditHook | None = None) -> ApiKey:
+    """Idempotent: a key revoked twice keeps its first revocation time (and only the first is audited)."""
     if key.revoked_at is None:
         key.revoked_at = when or utcnow()
-        session.commit()
+        commit(session, key, audit)
     return key
 
 

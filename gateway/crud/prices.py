@@ -7,6 +7,7 @@ from decimal import Decimal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from gateway.crud.commit import AuditHook, commit
 from gateway.db.models.price import Price
 
 
@@ -17,8 +18,9 @@ def list_prices(session: Session) -> list[Price]:
 def set_price(session: Session, *, model: str, input_per_million: Decimal,
               output_per_million: Decimal, effective_from: datetime,
               cached_input_per_million: Decimal = Decimal(0),
-              cached_output_per_million: Decimal = Decimal(0)) -> Price:
-    """Add a price from `effective_from`; the same (model, effective_from) is overwritten."""
+              cached_output_per_million: Decimal = Decimal(0), audit: AuditHook | None = None) -> Price:
+    """Add a price from `effective_from`; the same (model, effective_from) is overwritten. `audit` records
+    it in the same transaction."""
     price = session.scalar(select(Price).where(Price.model == model,
                                                Price.effective_from == effective_from))
     if price is None:
@@ -28,8 +30,14 @@ def set_price(session: Session, *, model: str, input_per_million: Decimal,
     price.output_per_million = output_per_million
     price.cached_input_per_million = cached_input_per_million
     price.cached_output_per_million = cached_output_per_million
-    session.commit()
+    commit(session, price, audit)
     return price
+
+
+def price_in_effect(session: Session, *, model: str, at: datetime) -> Price | None:
+    """The model's row with the latest effective_from <= `at`."""
+    return session.scalar(select(Price).where(Price.model == model, Price.effective_from <= at)
+                          .order_by(Price.effective_from.desc()).limit(1))
 
 
 def priced_models(session: Session) -> set[str]:

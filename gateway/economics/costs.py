@@ -8,6 +8,7 @@ from decimal import Decimal
 
 from sqlalchemy.orm import Session
 
+from gateway.audit.auditor import Auditor
 from gateway.billing.prices import CATALOGUE_EFFECTIVE_FROM
 from gateway.catalogue import Catalogue
 from gateway.crud.version_costs import costed_versions, list_version_costs, set_version_cost
@@ -53,9 +54,11 @@ def _dec(value: float) -> Decimal:
     return Decimal(str(value))  # 0.085 -> Decimal("0.085"), not the float's binary expansion
 
 
-def seed_version_costs_from_catalogue(session: Session, catalogue: Catalogue) -> list[str]:
+def seed_version_costs_from_catalogue(session: Session, catalogue: Catalogue, *,
+                                      auditor: Auditor | None = None) -> list[str]:
     """Give every catalogue version with a `cost:` and no price yet its catalogue price, since 1970; returns
-    those seeded. Prices set through the admin API are never overwritten."""
+    those seeded. Prices set through the admin API are never overwritten. With `auditor`, each seeded price is a
+    `version_cost.set` row of the audit log, in the same transaction as the price."""
     have = costed_versions(session)
     seeded = []
     for name in catalogue.version_names():
@@ -63,6 +66,7 @@ def seed_version_costs_from_catalogue(session: Session, catalogue: Catalogue) ->
         if cost is None or name in have:
             continue
         set_version_cost(session, version=name, per_replica_hour=_dec(cost.per_replica_hour),
-                         hardware=cost.hardware, effective_from=CATALOGUE_EFFECTIVE_FROM, set_by=CATALOGUE_ACTOR)
+                         hardware=cost.hardware, effective_from=CATALOGUE_EFFECTIVE_FROM, set_by=CATALOGUE_ACTOR,
+                         audit=auditor.on_write("version_cost.set") if auditor is not None else None)
         seeded.append(name)
     return seeded

@@ -122,7 +122,7 @@ class Router:
     # -- changes -------------------------------------------------------------------------
 
     def set_weights(self, alias: str, weights: Mapping[str, int], fallbacks: list[str] | None = None,
-                    actor: str = "operator", *, stable: str | None = None) -> dict:
+                    actor: str = "operator", *, stable: str | None = None, request_id: str | None = None) -> dict:
         """Replace an alias' split (versions left out keep weight 0, so they stay pinnable).
         Short version names (`fp32`) are accepted. `fallbacks` None keeps the current ones."""
         if not isinstance(weights, Mapping):
@@ -139,27 +139,29 @@ class Router:
             target = self._full_name(current, stable) if stable is not None else keep
             return make_route(alias, merged, current.fallbacks if fallbacks is None else fallbacks, target,
                               versions=self._versions, names=self._names)
-        return self._view(self._change(alias, build, actor=actor, action="set"))
+        return self._view(self._change(alias, build, actor=actor, action="set", request_id=request_id))
 
-    def promote(self, alias: str, version: str, actor: str = "operator") -> dict:
+    def promote(self, alias: str, version: str, actor: str = "operator", *,
+                request_id: str | None = None) -> dict:
         """All traffic to `version`, which becomes the stable one."""
         def build(current: Route) -> Route:
             full = self._full_name(current, version)
             if full not in self._versions:
                 raise UnknownVersion(f"version: unknown version {version!r}", param="version")
             return policy.promoted(current, full)
-        return self._view(self._change(alias, build, actor=actor, action="promote"))
+        return self._view(self._change(alias, build, actor=actor, action="promote", request_id=request_id))
 
-    def rollback(self, alias: str, actor: str = "operator") -> dict:
+    def rollback(self, alias: str, actor: str = "operator", *, request_id: str | None = None) -> dict:
         """Every canary to 0, the stable version to 100."""
-        return self._view(self._change(alias, policy.rolled_back, actor=actor, action="rollback"))
+        return self._view(self._change(alias, policy.rolled_back, actor=actor, action="rollback",
+                                       request_id=request_id))
 
     def _full_name(self, route: Route, name: str) -> str:
         return (policy.match_version(name, route.weights) or policy.match_version(name, self._versions)
                 or name)
 
     def _change(self, alias: str, build: Callable[[Route], Route], *, actor: str, action: str,
-                reason: str | None = None) -> Route:
+                reason: str | None = None, request_id: str | None = None) -> Route:
         if not isinstance(actor, str) or not actor:
             raise RoutingError("actor must be a non-empty string", param="actor")
         with self._lock:
@@ -173,7 +175,8 @@ class Router:
             if new == current and actor == AUTO_ROLLBACK_ACTOR:
                 return current  # already rolled back (two verdicts raced): nothing to record
             try:
-                self._store.save(new, AuditEntry(actor, action, alias, current.to_dict(), new.to_dict(), reason))
+                self._store.save(new, AuditEntry(actor, action, alias, current.to_dict(), new.to_dict(), reason,
+                                                 request_id=request_id))
             except Exception as e:
                 # A failing canary leaves rotation even while the database is down (in this process;
                 # it is not persisted). An operator's change is refused instead: a 503 to retry.

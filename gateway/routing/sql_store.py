@@ -1,12 +1,25 @@
-"""Route overrides and audit entries in the gateway's database (tables from migration 0002)."""
+"""Route overrides and audit entries in the gateway's database (tables from migrations 0002 and 0008)."""
 from __future__ import annotations
 
 from sqlalchemy import select
 
+from gateway.audit.record import Change, Target
+from gateway.audit.writer import append
 from gateway.db.database import Database
 from gateway.routing.route import Route
 from gateway.routing.store import AuditEntry
 from gateway.routing.tables import RouteAudit, RouteOverride
+
+# The route log's actions, as the general audit log (gateway.audit) names them.
+AUDIT_ACTIONS = {"set": "route.update", "promote": "route.promote", "rollback": "route.rollback",
+                 "auto-rollback": "route.auto_rollback"}
+
+
+def audit_change(entry: AuditEntry) -> Change:
+    """The general audit log's row for a route change; an automatic rollback's reason goes in `after`."""
+    after = entry.after if entry.reason is None else {**entry.after, "reason": entry.reason}
+    return Change(entry.actor, AUDIT_ACTIONS[entry.action], Target("route", entry.alias), entry.request_id,
+                  entry.before, after)
 
 
 class SqlRouteStore:
@@ -28,6 +41,8 @@ class SqlRouteStore:
             row.updated_at, row.updated_by = entry.at, entry.actor
             s.add(RouteAudit(at=entry.at, actor=entry.actor, action=entry.action, alias=entry.alias,
                              before=entry.before, after=entry.after, reason=entry.reason))
+            s.flush()  # the audit append last: the chain head stays locked only until the commit
+            append(s, audit_change(entry))
 
     def audit(self, *, alias: str | None = None, limit: int = 100) -> list[AuditEntry]:
         q = select(RouteAudit).order_by(RouteAudit.id.desc()).limit(limit)

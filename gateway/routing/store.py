@@ -17,6 +17,7 @@ class AuditEntry:
     after: dict
     reason: str | None = None
     at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    request_id: str | None = None  # the admin request that made it (None for automatic rollbacks)
 
     def to_dict(self) -> dict:
         return {"at": self.at.isoformat(), "actor": self.actor, "action": self.action, "alias": self.alias,
@@ -29,7 +30,8 @@ class RouteStore(Protocol):
         ...
 
     def save(self, route: Route, entry: AuditEntry) -> None:
-        """Persist the override and append its audit entry, both or neither."""
+        """Persist the override and append its audit entry (and, in the database, its row of the general
+        audit log, gateway.audit), all or none."""
         ...
 
     def audit(self, *, alias: str | None = None, limit: int = 100) -> list[AuditEntry]:

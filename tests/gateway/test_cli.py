@@ -129,6 +129,13 @@ def test_migrate_up_and_down(capsys, monkeypatch, tmp_path):
     rc, _, err = run(capsys, "migrate")  # again: nothing to do, prices untouched
     assert rc == 0 and "seeded" not in err
     assert PriceBook(Database(url)).missing_prices(load_catalogue(Settings().catalogue)) == []
+    rc, out, _ = run(capsys, "audit", "list")  # the seeded prices are audited, by the migrate command
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rc == 0 and {r["actor"] for r in rows} == {"migrate:local"}
+    assert sorted((r["action"], r["target"]["id"]) for r in rows) == [
+        ("price.set", "all-minilm-l6-v2"), ("price.set", "smollm2-135m-instruct"),
+        ("version_cost.set", "smollm2-135m-instruct@bf16"), ("version_cost.set", "smollm2-135m-instruct@fp32")]
+    assert run(capsys, "audit", "verify")[0] == 0
     assert run(capsys, "migrate", "--down")[0] == 0
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
     engine.dispose()

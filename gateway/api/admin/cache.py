@@ -1,13 +1,17 @@
 """Admin: a tenant's semantic cache: statistics and invalidation."""
 from __future__ import annotations
 
-from typing import Annotated
+import asyncio
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Path, Request
 
 from gateway.api.admin.announce import announce
+from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import AdminDep, ServicesDep
 from gateway.api.errors import not_found
+from gateway.audit.auditor import Auditor
+from gateway.audit.record import Target
 from gateway.cache.semantic_cache import SemanticCache
 from gateway.events.events import CacheInvalidated
 
@@ -22,6 +26,9 @@ def get_cache(request: Request, _: AdminDep) -> SemanticCache:
 
 
 CacheDep = Annotated[SemanticCache, Depends(get_cache)]
+# Ids from the URL go into the cache's table and the audit log: no control characters (PostgreSQL refuses
+# NUL in text), no longer than a column holds. Tenant ids are UUIDs, entry ids hex.
+PathId = Annotated[str, Path(max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")]
 
 
 @router.get("/{tenant_id}/cache/stats")
@@ -32,21 +39,32 @@ async def cache_stats(tenant_id: str, cache: CacheDep, _: AdminDep) -> dict:
             "misses": s.misses, "bypasses": s.bypasses, "rejected_by_guard": s.rejected_by_guard}
 
 
+async def _record(auditor: Auditor, services: Any, tenant_id: str, entry_id: str | None, deleted: int) -> None:
+    """The cache keeps entries in memory and its own table, outside any transaction of the audit log's:
+    the invalidation is applied first, then recorded in a transaction of its own. If that write fails the
+    request fails (a retry is harmless) though the entries are already gone."""
+    target = Target("cache", tenant_id if entry_id is None else f"{tenant_id}/{entry_id}")
+    await asyncio.to_thread(auditor.record_alone, services.database, "cache.invalidate", target,
+                            after={"tenant_id": tenant_id, "entry_id": entry_id, "deleted_here": deleted})
+
+
 @router.delete("/{tenant_id}/cache")
-async def invalidate_tenant(tenant_id: str, cache: CacheDep, _: AdminDep, services: ServicesDep) -> dict:
+async def invalidate_tenant(tenant_id: PathId, cache: CacheDep, auditor: AuditorDep, services: ServicesDep) -> dict:
     """Drop every cached answer of the tenant, on every replica (`deleted` counts this one's)."""
     deleted = await cache.invalidate(tenant_id)
     announce(services, CacheInvalidated(tenant_id))
+    await _record(auditor, services, tenant_id, None, deleted)
     return {"tenant_id": tenant_id, "deleted": deleted}
 
 
 @router.delete("/{tenant_id}/cache/{entry_id}")
-async def invalidate_entry(tenant_id: str, entry_id: str, cache: CacheDep, _: AdminDep,
+async def invalidate_entry(tenant_id: PathId, entry_id: PathId, cache: CacheDep, auditor: AuditorDep,
                            services: ServicesDep) -> dict:
     """Drop one cached answer; 404 when this replica has no such entry of the tenant (each replica
     keeps the answers it generated, so every replica is told to drop it either way)."""
     deleted = await cache.invalidate(tenant_id, entry_id)
     announce(services, CacheInvalidated(tenant_id, entry_id))
+    await _record(auditor, services, tenant_id, entry_id, deleted)  # told to every replica, found here or not
     if not deleted:
         raise not_found(f"No cache entry {entry_id!r} for tenant {tenant_id!r}.")
     return {"tenant_id": tenant_id, "entry_id": entry_id, "deleted": deleted}

@@ -7,18 +7,18 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
+from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.api.errors import invalid_request, not_found
 from gateway.api.periods import MonthDep
 from gateway.billing.period import Month
-from gateway.crud.version_costs import list_version_costs, set_version_cost
+from gateway.crud.version_costs import cost_in_effect, list_version_costs, set_version_cost
 from gateway.db.models.version_cost import VersionCost
 from gateway.db.types import utcnow
 from gateway.economics.csv_export import economics_csv
 from gateway.economics.query import economics_report
 from gateway.economics.report import DEFAULT_UTILISATION, ReportOptions
 from gateway.schemas.economics import EconomicsReport, VersionCostList, VersionCostOut, VersionCostSet
-from gateway.security.admin_key import admin_actor
 
 router = APIRouter()
 MAX_THROUGHPUT = Decimal(10**9)  # tokens per second: far beyond any replica, and Decimal arithmetic stays exact
@@ -46,7 +46,8 @@ def list_costs(session: SessionDep) -> VersionCostList:
 
 
 @router.put("/versions/{version}/cost", response_model=VersionCostOut)
-def put_cost(version: str, body: VersionCostSet, session: SessionDep, services: ServicesDep) -> VersionCostOut:
+def put_cost(version: str, body: VersionCostSet, session: SessionDep, services: ServicesDep,
+             auditor: AuditorDep) -> VersionCostOut:
     """Set a version's replica-hour price from `effective_from` (default: now); earlier minutes keep theirs."""
     if version not in services.catalogue.version_names():
         raise not_found(f"No version `{version}` in the catalogue.")
@@ -56,8 +57,11 @@ def put_cost(version: str, body: VersionCostSet, session: SessionDep, services: 
         mine = [r for r in rows if r.version == version]
         spec = services.catalogue.version(version)[2].cost
         hardware = mine[-1].hardware if mine else (spec.hardware if spec is not None else "")
+    when = body.effective_from or utcnow()  # in UTC (VersionCostSet)
+    # The audit's before: what a replica-hour cost from `when` until now (the row overwritten, or the one before).
+    audit = auditor.on_write("version_cost.set", before=cost_in_effect(session, version=version, at=when))
     row = set_version_cost(session, version=version, per_replica_hour=body.per_replica_hour, hardware=hardware,
-                           effective_from=body.effective_from or utcnow(), set_by=admin_actor(services.admin_key))
+                           effective_from=when, set_by=auditor.actor, audit=audit)
     return _out(row, _current_ids(list_version_costs(session)))
 
 

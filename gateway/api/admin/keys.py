@@ -4,6 +4,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from gateway.api.admin.announce import announce
+from gateway.api.admin.auditing import AuditorDep
 from gateway.api.admin.tenants import tenant_or_404
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.api.errors import invalid_request, not_found
@@ -22,7 +23,8 @@ def servable_names(catalogue: Catalogue) -> set[str]:
 
 
 @router.post("/tenants/{tenant_id}/keys", status_code=201, response_model=KeyCreated)
-def create(tenant_id: str, body: KeyCreate, session: SessionDep, services: ServicesDep) -> KeyCreated:
+def create(tenant_id: str, body: KeyCreate, session: SessionDep, services: ServicesDep,
+           auditor: AuditorDep) -> KeyCreated:
     """Issue a key; the response is the only place the secret ever appears."""
     tenant_or_404(session, tenant_id)
     if body.models is not None:
@@ -32,7 +34,7 @@ def create(tenant_id: str, body: KeyCreate, session: SessionDep, services: Servi
     if body.expires_at is not None and body.expires_at <= utcnow():  # in UTC (KeyCreate)
         raise invalid_request("expires_at is in the past", param="expires_at")
     key, secret = create_key(session, tenant_id=tenant_id, models=body.models, expires_at=body.expires_at,
-                             rpm=body.rpm, tpm=body.tpm)
+                             rpm=body.rpm, tpm=body.tpm, audit=auditor.on_write("key.create"))
     return KeyCreated.model_validate({**KeyOut.model_validate(key).model_dump(), "key": secret})
 
 
@@ -44,12 +46,12 @@ def list_all(tenant_id: str, session: SessionDep) -> KeyList:
 
 
 @router.delete("/keys/{key_id}", response_model=KeyOut)
-def revoke(key_id: str, session: SessionDep, services: ServicesDep) -> KeyOut:
+def revoke(key_id: str, session: SessionDep, services: ServicesDep, auditor: AuditorDep) -> KeyOut:
     """Revoke a key (idempotent); refused from the next request on."""
     key = get_key(session, key_id=key_id)
     if key is None:
         raise not_found(f"No API key with id {key_id!r}.")
-    key = revoke_key(session, key=key)
+    key = revoke_key(session, key=key, audit=auditor.on_write("key.revoke", before=key))
     services.authenticator.invalidate_key(key_id)
     announce(services, KeyRevoked(key_id))
     return KeyOut.model_validate(key)

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.api.errors import model_not_found
-from gateway.crud.prices import list_prices, set_price
+from gateway.crud.prices import list_prices, price_in_effect, set_price
 from gateway.db.models.price import Price
 from gateway.db.types import utcnow
 from gateway.schemas.admin import PriceList, PriceOut, PriceSet
@@ -35,15 +36,17 @@ def list_all(session: SessionDep) -> PriceList:
 
 
 @router.put("/prices/{model:path}", response_model=PriceOut)
-def put(model: str, body: PriceSet, session: SessionDep, services: ServicesDep) -> PriceOut:
+def put(model: str, body: PriceSet, session: SessionDep, services: ServicesDep, auditor: AuditorDep) -> PriceOut:
     """Set a model's price from `effective_from` (default: now); earlier usage keeps its price."""
     catalogue = services.catalogue
     if model not in catalogue.models and model not in catalogue.embeddings:
         raise model_not_found(model)
     when = body.effective_from or utcnow()  # in UTC (PriceSet)
+    # The audit's before: what was charged from `when` until now (the row overwritten, or the one before).
+    audit = auditor.on_write("price.set", before=price_in_effect(session, model=model, at=when))
     price = set_price(session, model=model, input_per_million=body.input_per_million,
                       output_per_million=body.output_per_million, effective_from=when,
                       cached_input_per_million=body.cached_input_per_million,
-                      cached_output_per_million=body.cached_output_per_million)
+                      cached_output_per_million=body.cached_output_per_million, audit=audit)
     services.prices.reload()
     return _out(price, _current_ids(list_prices(session)))

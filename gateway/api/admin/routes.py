@@ -6,11 +6,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict
 
+from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import AdminDep
 from gateway.api.errors import APIError, invalid_request, not_found
 from gateway.routing.errors import RoutingError, UnknownModel
 from gateway.routing.router import Router
-from gateway.security.admin_key import admin_actor
 
 router = APIRouter(prefix="/admin/routes", tags=["admin"])
 
@@ -21,15 +21,6 @@ def get_router(request: Request) -> Router:
 
 
 RouterDep = Annotated[Router, Depends(get_router)]
-
-
-async def credential_actor(request: Request, _: AdminDep) -> str:
-    """Who made a change, for the audit log: the admin credential that authorised it ("admin:<fingerprint>").
-    Never a client-sent header: an `x-tollgate-actor` header is ignored."""
-    return admin_actor(request.app.state.services.admin_key)
-
-
-ActorDep = Annotated[str, Depends(credential_actor)]
 
 
 class RouteUpdate(BaseModel):
@@ -78,18 +69,19 @@ def get_route(alias: str, _: AdminDep, routes: RouterDep) -> dict:
 
 
 @router.put("/{alias}")
-def set_route(alias: str, body: RouteUpdate, actor: ActorDep, routes: RouterDep) -> dict:
+def set_route(alias: str, body: RouteUpdate, auditor: AuditorDep, routes: RouterDep) -> dict:
     """Replace an alias' weights (sum 100) and optionally its fallbacks."""
-    return _apply(routes.set_weights, alias, body.weights, body.fallbacks, actor, stable=body.stable)
+    return _apply(routes.set_weights, alias, body.weights, body.fallbacks, auditor.actor, stable=body.stable,
+                  request_id=auditor.request_id)
 
 
 @router.post("/{alias}/promote")
-def promote(alias: str, body: Promotion, actor: ActorDep, routes: RouterDep) -> dict:
+def promote(alias: str, body: Promotion, auditor: AuditorDep, routes: RouterDep) -> dict:
     """All traffic to one version, which becomes the stable one."""
-    return _apply(routes.promote, alias, body.version, actor)
+    return _apply(routes.promote, alias, body.version, auditor.actor, request_id=auditor.request_id)
 
 
 @router.post("/{alias}/rollback")
-def rollback(alias: str, actor: ActorDep, routes: RouterDep) -> dict:
+def rollback(alias: str, auditor: AuditorDep, routes: RouterDep) -> dict:
     """Canaries to 0, the stable version to 100."""
-    return _apply(routes.rollback, alias, actor)
+    return _apply(routes.rollback, alias, auditor.actor, request_id=auditor.request_id)

@@ -5,6 +5,7 @@ from fastapi import APIRouter
 from sqlalchemy.orm import Session
 
 from gateway.api.admin.announce import announce
+from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.api.errors import APIError, not_found
 from gateway.crud.errors import AlreadyExists
@@ -28,10 +29,10 @@ def _name_taken(e: AlreadyExists) -> APIError:
 
 
 @router.post("/tenants", status_code=201, response_model=TenantOut)
-def create(body: TenantCreate, session: SessionDep) -> TenantOut:
+def create(body: TenantCreate, session: SessionDep, auditor: AuditorDep) -> TenantOut:
     """Create a tenant."""
     try:
-        tenant = create_tenant(session, **body.model_dump())
+        tenant = create_tenant(session, **body.model_dump(), audit=auditor.on_write("tenant.create"))
     except AlreadyExists as e:
         raise _name_taken(e) from e
     return TenantOut.model_validate(tenant)
@@ -50,11 +51,13 @@ def read(tenant_id: str, session: SessionDep) -> TenantOut:
 
 
 @router.patch("/tenants/{tenant_id}", response_model=TenantOut)
-def update(tenant_id: str, body: TenantUpdate, session: SessionDep, services: ServicesDep) -> TenantOut:
+def update(tenant_id: str, body: TenantUpdate, session: SessionDep, services: ServicesDep,
+           auditor: AuditorDep) -> TenantOut:
     """Change limits, status or cache settings; takes effect on the next request, on every replica."""
     tenant = tenant_or_404(session, tenant_id)
     try:
-        tenant = update_tenant(session, tenant=tenant, changes=body.model_dump(exclude_unset=True))
+        tenant = update_tenant(session, tenant=tenant, changes=body.model_dump(exclude_unset=True),
+                               audit=auditor.on_write("tenant.update", before=tenant))
     except AlreadyExists as e:
         raise _name_taken(e) from e
     services.authenticator.invalidate_tenant(tenant_id)

@@ -7,6 +7,11 @@ from fastapi import FastAPI
 
 from gateway.api.admin.cache import router
 from gateway.api.errors import install_error_handlers
+from gateway.audit.query import AuditQuery, list_records
+from gateway.audit.table import AuditChainHead, AuditLogRow
+from gateway.db.base import Base
+from gateway.db.database import Database
+from gateway.security.admin_key import admin_actor
 from tests.gateway.cache.conftest import ask
 
 ADMIN_KEY = "tga-cache-test-admin-0123456789abcdef"
@@ -14,11 +19,20 @@ ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 
 
 @pytest.fixture
-def client(cache):
+def database(tmp_path):
+    """Where invalidations are audited."""
+    db = Database(f"sqlite:///{tmp_path / 'audit.db'}")
+    Base.metadata.create_all(db.engine, tables=[AuditLogRow.__table__, AuditChainHead.__table__])
+    yield db
+    db.dispose()
+
+
+@pytest.fixture
+def client(cache, database):
     app = FastAPI()
     install_error_handlers(app)
     app.include_router(router)
-    app.state.services = SimpleNamespace(cache=cache, admin_key=ADMIN_KEY)
+    app.state.services = SimpleNamespace(cache=cache, admin_key=ADMIN_KEY, database=database)
     return httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://gateway")
 
 
@@ -40,10 +54,34 @@ async def test_stats_and_invalidation(client, cache, policy):
     assert (await cache.lookup(ask("How do I track my order?"), policy)).status == "miss"
 
 
+async def test_each_invalidation_is_audited(client, cache, policy, database):
+    entry = await cache.store(ask("How do I reset my password?"), policy, "Use the link.", 5, 3, "stop")
+    await client.delete(f"/admin/tenants/t1/cache/{entry}", headers=ADMIN)
+    await client.delete(f"/admin/tenants/t1/cache/{entry}", headers=ADMIN)  # 404 here, still told to replicas
+    await client.delete("/admin/tenants/t1/cache", headers=ADMIN)
+    await client.get("/admin/tenants/t1/cache/stats", headers=ADMIN)  # a read: not audited
+    with database.session() as s:
+        rows = list_records(s, AuditQuery()).data
+    assert [(r.action, r.target_id, r.after["deleted_here"]) for r in rows] == [
+        ("cache.invalidate", "t1", 0), ("cache.invalidate", f"t1/{entry}", 0),
+        ("cache.invalidate", f"t1/{entry}", 1)]
+    assert {r.actor for r in rows} == {admin_actor(ADMIN_KEY)}
+
+
 async def test_another_tenants_entry_is_not_found(client, cache, policy):
     entry = await cache.store(ask("How do I reset my password?"), policy, "Use the link.", 5, 3, "stop")
     assert (await client.delete(f"/admin/tenants/t2/cache/{entry}", headers=ADMIN)).status_code == 404
     assert cache.stats("t1").entries == 1
+
+
+@pytest.mark.parametrize("path,param", [
+    ("/admin/tenants/a%00b/cache", "tenant_id"), (f"/admin/tenants/{'x' * 65}/cache", "tenant_id"),
+    ("/admin/tenants/t1/cache/e%0a1", "entry_id")])
+async def test_ids_the_database_cannot_hold_are_400(client, path, param, database):
+    response = await client.delete(path, headers=ADMIN)
+    assert response.status_code == 400 and response.json()["error"]["param"] == param
+    with database.session() as s:
+        assert list_records(s, AuditQuery()).data == []
 
 
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer tg-some-tenant-key"}])

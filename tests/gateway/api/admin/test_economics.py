@@ -2,6 +2,7 @@
 import csv
 import io
 from datetime import UTC, datetime
+from decimal import Decimal
 
 import pytest
 
@@ -26,6 +27,12 @@ async def test_version_cost_history(admin_http):
     assert r.json()["hardware"] == "2 vCPU"  # kept from the previous price
     listed = (await admin_http.get("/admin/versions/costs", headers=ADMIN)).json()["data"]
     assert [(c["per_replica_hour"], c["current"]) for c in listed] == [("0.5", False), ("0.75", True)]
+    audit = (await admin_http.get("/admin/audit", headers=ADMIN, params={"action": "version_cost.set"})).json()
+    newest, first = audit["data"]
+    assert (newest["target"], newest["actor"]) == ({"type": "version_cost", "id": FP32}, body["set_by"])
+    assert first["before"] is None and Decimal(first["after"]["per_replica_hour"]) == Decimal("0.5")
+    assert Decimal(newest["before"]["per_replica_hour"]) == Decimal("0.5")
+    assert Decimal(newest["after"]["per_replica_hour"]) == Decimal("0.75")
 
 
 async def test_version_cost_refusals(admin_http):

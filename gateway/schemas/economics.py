@@ -18,7 +18,8 @@ class VersionCostSet(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     per_replica_hour: PerMillion  # same bounds as a price: 8 integer digits, 10 decimals, >= 0
-    hardware: Annotated[str, Field(max_length=200)] | None = None  # default: the version's current hardware
+    # Default: the version's current hardware. No control characters (PostgreSQL refuses NUL in text).
+    hardware: Annotated[str, Field(max_length=200, pattern=r"^[^\x00-\x1f\x7f]*$")] | None = None
     effective_from: Instant | None = None  # default: now
 
 

@@ -42,6 +42,8 @@ async def test_version_cost_refusals(admin_http):
                                              json={"per_replica_hour": "-1"}), 400)
     assert_openai_error(await admin_http.put(f"/admin/versions/{FP32}/cost", headers=ADMIN,
                                              json={"per_replica_hour": "1", "typo": 1}), 400)
+    assert_openai_error(await admin_http.put(f"/admin/versions/{FP32}/cost", headers=ADMIN,
+                                             json={"per_replica_hour": "1", "hardware": "a\x00b"}), 400)
     assert (await admin_http.get("/admin/versions/costs")).status_code == 401
 
 

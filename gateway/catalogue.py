@@ -43,9 +43,18 @@ class Replicas(_Strict):
         return self
 
 
+class HardwareCost(_Strict):
+    """What one replica of a version costs to keep up (MaaS economics). The baseline of the version's cost
+    history: later prices go through PUT /admin/versions/{version}/cost."""
+
+    per_replica_hour: float = Field(ge=0)  # in the gateway's currency
+    hardware: str = ""  # for people: "2 vCPU", "1×H100"
+
+
 class VersionSpec(_Strict):
     engine: dict = Field(default_factory=dict)  # EngineConfig overrides
     replicas: Replicas = Replicas()
+    cost: HardwareCost | None = None  # None: its serving cost is unknown (economics shows it unpriced)
 
     @model_validator(mode="after")
     def _gpu_needs_gpus(self) -> "VersionSpec":

@@ -19,6 +19,7 @@ from gateway.billing.spool import Spool, SpoolConfig
 from gateway.catalogue import Catalogue, load_catalogue
 from gateway.crud.usage import month_tokens
 from gateway.db.database import Database
+from gateway.economics.recorder import RecorderConfig, ReplicaRecorder, ReplicaSource
 from gateway.events.bus import EventBus, LocalEventBus
 from gateway.events.events import RouteChanged
 from gateway.events.factory import build_event_bus
@@ -107,6 +108,7 @@ class Services:
     events: EventBus = field(default_factory=LocalEventBus)  # changes to and from the other replicas
     auth_throttle: AuthThrottle = field(default_factory=AuthThrottle)  # bad keys per client address
     drain: Drain = field(default_factory=Drain)
+    recorder: ReplicaRecorder | None = None  # replica-minutes for economics, when the backend can count replicas
     started_at: float = field(default_factory=time.time)
 
     @classmethod
@@ -159,6 +161,7 @@ class Services:
                 await self._unwind()
             raise
         await self._start_events()
+        await self._start_recorder()
         log.info("gateway started", extra={"versions": [v.name for v in self.backend.versions()],
                                            "semantic_cache": self.cache is not None})
 
@@ -167,6 +170,14 @@ class Services:
         theirs here. Never fails start-up: without Redis the bus keeps trying (gateway.events)."""
         self.router.listen(lambda alias: self.events.publish(RouteChanged(alias)))
         await self.events.start(ReplicaHandlers(self.router, self.authenticator, self.cache))
+
+    async def _start_recorder(self) -> None:
+        """Replica-minutes per version (gateway.economics.recorder); never fails start-up: a failed sample is
+        logged and the next one tries again."""
+        interval = self.settings.economics_sample_s
+        if interval and isinstance(self.backend, ReplicaSource):
+            self.recorder = ReplicaRecorder(self.database, self.backend, RecorderConfig(interval_s=interval))
+            await self.recorder.start()
 
     async def _unwind(self) -> None:
         await self.ledger.close()
@@ -198,6 +209,8 @@ class Services:
             log.warning("drain timed out; stopping with generations in flight",
                         extra={"inflight": self.drain.inflight})
         try:
+            if self.recorder is not None:
+                await self.recorder.stop()
             await self.backend.stop()
         finally:
             await self.events.stop()

@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     ray_prefix_routing: bool = False  # send requests sharing a prompt prefix to the same replica
     ray_deploy: bool = True  # False: attach to applications someone else deployed
     currency: str = "USD"
+    # MaaS economics (gateway.economics.recorder): how often each gateway samples its pool's replicas per version
+    # into replica-minutes (at most 60 s, or minutes go unseen); 0 turns the recording off.
+    economics_sample_s: float = Field(15.0, ge=0, le=60)
     # Surviving a database outage (gateway.security.authenticator, gateway.billing.spool).
     auth_grace_s: float = Field(300.0, ge=0)  # a cached key keeps working this long past its TTL while the DB is down
     spool_dir: Path | None = None  # ledger rows the DB cannot take; None -> <data_dir>/spool

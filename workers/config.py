@@ -53,6 +53,9 @@ class EngineConfig:
     # least this runs only in steps with no other sequence to run, so it fills idle capacity without
     # lengthening any other request's steps (it keeps its blocks meanwhile). None: no background class.
     background_priority: int | None = 1_000_000
+    # Metered worker time (workers/engine/step_meter.py): a step's wall time is shared among its requests by
+    # tokens, a prefill token weighing 1 and a decode token this much (measured: benchmarks/step_weights.py).
+    meter_decode_weight: float = 1.4
     max_model_len: int | None = None  # None: the model's own context length
     enable_prefix_caching: bool = True
     # Prompt heads every tenant may share in the prefix cache despite per-request salts, e.g. a
@@ -107,6 +110,8 @@ class EngineConfig:
             raise ValueError(f"background_priority must be an integer or None, got {self.background_priority!r}")
         if min(self.fair_prefill_weight, self.fair_decode_weight, self.fair_preempt_margin) < 0:
             raise ValueError("fair_prefill_weight, fair_decode_weight and fair_preempt_margin must be >= 0")
+        if self.meter_decode_weight < 0:
+            raise ValueError(f"meter_decode_weight must be >= 0, got {self.meter_decode_weight}")
         for i, p in enumerate(self.shared_prefixes):
             ok = (isinstance(p, str) and p) or (isinstance(p, list) and p and all(
                 isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)

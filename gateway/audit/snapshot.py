@@ -12,6 +12,7 @@ from gateway.audit.record import JSON, Target
 from gateway.db.models.api_key import ApiKey
 from gateway.db.models.price import Price
 from gateway.db.models.tenant import Tenant
+from gateway.db.models.version_cost import VersionCost
 
 
 def _columns(row: Any, *, leave_out: frozenset[str] = frozenset()) -> dict[str, JSON]:
@@ -24,6 +25,7 @@ _DESCRIBE: dict[type, Callable[[Any], tuple[Target, dict[str, JSON]]]] = {
     Tenant: lambda t: (Target("tenant", t.id), _columns(t)),
     ApiKey: lambda k: (Target("key", k.id), _columns(k, leave_out=frozenset({"key_hash", "last_used_at"}))),
     Price: lambda p: (Target("price", p.model), _columns(p)),
+    VersionCost: lambda c: (Target("version_cost", c.version), _columns(c)),
 }
 
 

@@ -16,7 +16,7 @@ from gateway.schemas.billing import Bill, BillLine, decimal_text
 
 CSV_COLUMNS = ("request_id", "created_at", "tenant_id", "key_id", "endpoint", "model", "version",
                "prompt_tokens", "completion_tokens", "cached_tokens", "cache_hit", "cost", "currency",
-               "latency_ms", "ttft_ms", "status", "kind")
+               "latency_ms", "ttft_ms", "status", "kind", "engine_ms")
 
 
 def bill_lines(totals: list[ModelTotals]) -> tuple[list[BillLine], Decimal]:
@@ -65,4 +65,5 @@ def _csv_row(row) -> list:
             row.model, row.version or "", row.prompt_tokens, row.completion_tokens, row.cached_tokens,
             "true" if row.cache_hit else "false", "" if row.cost is None else decimal_text(row.cost),
             row.currency, "" if row.latency_ms is None else row.latency_ms,
-            "" if row.ttft_ms is None else row.ttft_ms, row.status, row.kind]
+            "" if row.ttft_ms is None else row.ttft_ms, row.status, row.kind,
+            "" if row.engine_ms is None else row.engine_ms]

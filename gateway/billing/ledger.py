@@ -54,6 +54,7 @@ class UsageRecord:
     cache_hit: bool = False  # answered by the semantic cache
     latency_ms: float | None = None
     ttft_ms: float | None = None
+    engine_ms: float | None = None  # metered engine time (workers/engine/step_meter.py); 0 for a cache hit
     status: str = "ok"  # ok | error | aborted | truncated
     created_at: datetime = field(default_factory=utcnow)
     kind: str = "interactive"  # | "batch": a Batch API line, costed at the model's batch discount

@@ -1,4 +1,4 @@
-"""`tollgate admin ...`: tenants, keys, prices and bills through a running gateway's admin API."""
+"""`tollgate admin ...`: tenants, keys, prices, bills and economics through a running gateway's admin API."""
 from __future__ import annotations
 
 import argparse
@@ -125,6 +125,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _month(p)
     p.add_argument("--tenant", help="only this tenant")
     p.add_argument("--output", "-o", help="write to this file (default: stdout)")
+
+    costs = groups.add_parser("costs", help="replica-hour prices per model version").add_subparsers(
+        dest="action", required=True)
+    _leaf(costs, "list", "every replica-hour price and its history", lambda a: Call("GET", "/admin/versions/costs"))
+    p = _leaf(costs, "set", "set a version's replica-hour price", lambda a: Call(
+        "PUT", f"/admin/versions/{a.version}/cost", {k: v for k, v in {
+            "per_replica_hour": a.per_replica_hour, "hardware": a.hardware,
+            "effective_from": a.effective_from}.items() if v is not None}))
+    p.add_argument("version", help="model@version")
+    p.add_argument("--per-replica-hour", required=True, help="a decimal, in the gateway's currency")
+    p.add_argument("--hardware", help='e.g. "2 vCPU", "1×H100" (default: unchanged)')
+    p.add_argument("--effective-from", help="ISO 8601 time (default: now)")
+
+    p = _leaf(groups, "economics", "a month's revenue, serving cost and margin per model, version and tenant",
+              lambda a: Call("GET", "/admin/economics.csv" if a.csv else "/admin/economics", params={
+                  **_params(a), **{k: v for k, v in {"utilisation": a.utilisation,
+                                                     "throughput": a.throughput}.items() if v is not None}}))
+    _month(p)
+    p.add_argument("--utilisation", help="what break-even prices assume, in (0, 1] (default 0.6)")
+    p.add_argument("--throughput", help="output tokens per busy second per replica (default: measured)")
+    p.add_argument("--csv", action="store_true", help="CSV instead of JSON")
+    p.add_argument("--output", "-o", help="write the CSV to this file (default: stdout)")
 
 
 def _params(args: argparse.Namespace) -> dict:

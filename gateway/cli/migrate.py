@@ -1,5 +1,6 @@
 """`tollgate migrate [--down]`: bring the database to every head (or back to base), then give
-every catalogue model without a price its catalogue price (the gateway refuses unpriced models)."""
+every catalogue model without a price its catalogue price (the gateway refuses unpriced models), and every
+version without a replica-hour price its catalogue `cost:` (MaaS economics)."""
 from __future__ import annotations
 
 import argparse
@@ -12,6 +13,7 @@ from gateway.billing.prices import seed_prices_from_catalogue
 from gateway.catalogue import load_catalogue
 from gateway.db import migrate as migrations
 from gateway.db.database import Database
+from gateway.economics.costs import seed_version_costs_from_catalogue
 from gateway.settings import Settings
 
 
@@ -38,11 +40,15 @@ def run(args: argparse.Namespace) -> int:
     print("database upgraded to heads", file=sys.stderr)
     database = Database(url)
     try:
+        catalogue = load_catalogue(settings.catalogue)
         with database.session() as session:
-            seeded = seed_prices_from_catalogue(session, load_catalogue(settings.catalogue),
-                                                auditor=Auditor(migrate_actor(url)))
+            auditor = Auditor(migrate_actor(url))
+            seeded = seed_prices_from_catalogue(session, catalogue, auditor=auditor)
+            costed = seed_version_costs_from_catalogue(session, catalogue, auditor=auditor)
     finally:
         database.dispose()
     if seeded:
         print(f"catalogue prices seeded for: {', '.join(seeded)}", file=sys.stderr)
+    if costed:
+        print(f"catalogue replica-hour prices seeded for: {', '.join(costed)}", file=sys.stderr)
     return 0

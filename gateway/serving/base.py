@@ -105,6 +105,9 @@ class GenerationChunk:
     cached_tokens: int  # prompt tokens served from the engine's prefix cache
     finish_reason: str | None = None  # completion 0's, on the request's last chunk (all n finished)
     completions: list[CompletionDelta] = field(default_factory=list)  # every completion with news
+    # Cumulative metered engine time of the request (workers/engine/step_meter.py); None: the replica does not
+    # meter (an older replica).
+    engine_ms: float | None = None
 
     @classmethod
     def from_wire(cls, raw: dict) -> GenerationChunk:
@@ -118,7 +121,7 @@ class GenerationChunk:
         if not completions and (raw["text"] or raw["token_ids"] or raw["finish_reason"]):
             completions = [CompletionDelta(0, raw["text"], list(raw["token_ids"]), raw["finish_reason"])]
         return cls(raw["text"], list(raw["token_ids"]), raw["prompt_tokens"], raw["completion_tokens"],
-                   raw["cached_tokens"], raw["finish_reason"], completions)
+                   raw["cached_tokens"], raw["finish_reason"], completions, raw.get("engine_ms"))
 
 
 @runtime_checkable

@@ -1,6 +1,8 @@
 """The serving interface with the workers engine inside this process: one AsyncEngine per version."""
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import AsyncIterator
 from dataclasses import asdict
 
@@ -84,3 +86,12 @@ class InProcessBackend:
 
     async def health(self) -> dict[str, bool]:
         return {name: engine.is_running for name, engine in self._engines.items()}
+
+    @property
+    def replica_pool(self) -> str:
+        """This process's engines are nobody else's (gateway/economics/recorder.py)."""
+        return f"inprocess:{socket.gethostname()}:{os.getpid()}"
+
+    def replica_counts(self) -> dict[str, int]:
+        """One replica per running engine."""
+        return {name: int(engine.is_running) for name, engine in self._engines.items()}

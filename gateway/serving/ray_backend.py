@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -61,6 +63,7 @@ class RayServeBackend:
         self._handles: dict[str, serve.handle.DeploymentHandle] = {}
         self._inputs: dict[str, InputProcessor] = {}
         self._health = VersionHealth()
+        self._replicas: dict[str, int] = {}  # per version, as of the last status poll (economics)
         self._poller: asyncio.Task | None = None
         # The pool's engine series, summed over replicas, on this process's /metrics (workers/serve/metrics_relay.py).
         self._metrics_poll_s = metrics_poll_s
@@ -167,6 +170,7 @@ class RayServeBackend:
             deployments = app.deployments.values() if app is not None else []
             running[version] = sum(d.replica_states.get("RUNNING", 0) for d in deployments)
         self._health.update(running, time.monotonic())
+        self._replicas = running
 
     async def _poll_health(self) -> None:
         while True:
@@ -185,6 +189,18 @@ class RayServeBackend:
             except Exception as e:  # metrics never take the backend down: keep the last view, try again
                 log.warning("ray backend: engine metrics not read from the hub: %s", e)
             await asyncio.sleep(self._metrics_poll_s)
+
+    @property
+    def replica_pool(self) -> str:
+        """Gateways attached to one cluster share its pool; a Ray this process started is its own."""
+        if self._settings.ray_address:
+            return f"ray:{self._settings.ray_address}/{self._settings.ray_namespace}"
+        return f"ray-local:{socket.gethostname()}:{os.getpid()}"
+
+    def replica_counts(self) -> dict[str, int]:
+        """RUNNING replicas per version (standby ones included: they are replicas of the same deployment), as of
+        the last status poll (every health_poll_s)."""
+        return dict(self._replicas)
 
     # -- generation ----------------------------------------------------------------------
 

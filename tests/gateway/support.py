@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 import uvicorn
 
 from gateway.billing.prices import seed_prices_from_catalogue
+from gateway.economics.costs import seed_version_costs_from_catalogue
 from gateway.catalogue import Catalogue
 from gateway.crud.keys import create_key
 from gateway.crud.tenants import create_tenant
@@ -32,6 +33,7 @@ def migrate_and_seed(url: str, catalogue: Catalogue) -> None:
     try:
         with db.session() as session:
             seed_prices_from_catalogue(session, catalogue)
+            seed_version_costs_from_catalogue(session, catalogue)  # as `tollgate migrate` does
     finally:
         db.dispose()
 
@@ -82,8 +84,12 @@ class LiveServer:
         self._thread.join(60)
 
 
+CANNED_ENGINE_MS = 1.5
+
+
 class CannedBackend:
-    """Answers every request with `tokens` one-character tokens, `delay_s` apart."""
+    """Answers every request with `tokens` one-character tokens, `delay_s` apart; each token is metered as
+    CANNED_ENGINE_MS of engine time (the chunks' cumulative engine_ms)."""
 
     def __init__(self, *, tokens: int = 8, delay_s: float = 0.0, versions: list[str] | None = None,
                  max_model_len: int = 2048, fail_after: int | None = None, first_delay_s: float = 0.0,
@@ -146,7 +152,7 @@ class CannedBackend:
                     await asyncio.sleep(self.delay_s)
                 finish = ("length" if n == request.max_tokens else "stop") if i == n else None
                 yield GenerationChunk(text="a", token_ids=[97], prompt_tokens=prompt, completion_tokens=i,
-                                      cached_tokens=0, finish_reason=finish)
+                                      cached_tokens=0, finish_reason=finish, engine_ms=i * CANNED_ENGINE_MS)
             done = True
         finally:
             if not done:

@@ -122,15 +122,19 @@ def test_migrate_up_and_down(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("DATABASE_URL", url)
     rc, _, err = run(capsys, "migrate")
     assert rc == 0 and "seeded for: smollm2-135m-instruct, all-minilm-l6-v2" in err
+    assert "replica-hour prices seeded for: smollm2-135m-instruct@fp32, smollm2-135m-instruct@bf16" in err
     engine = create_engine(url)
-    assert {"tenants", "api_keys", "prices", "usage_ledger"} <= set(inspect(engine).get_table_names())
+    assert {"tenants", "api_keys", "prices", "usage_ledger", "version_costs",
+            "replica_minutes"} <= set(inspect(engine).get_table_names())
     rc, _, err = run(capsys, "migrate")  # again: nothing to do, prices untouched
     assert rc == 0 and "seeded" not in err
     assert PriceBook(Database(url)).missing_prices(load_catalogue(Settings().catalogue)) == []
     rc, out, _ = run(capsys, "audit", "list")  # the seeded prices are audited, by the migrate command
     rows = [json.loads(line) for line in out.splitlines()]
-    assert rc == 0 and [(r["action"], r["actor"]) for r in rows] == [("price.set", "migrate:local")] * 2
-    assert {r["target"]["id"] for r in rows} == {"smollm2-135m-instruct", "all-minilm-l6-v2"}
+    assert rc == 0 and {r["actor"] for r in rows} == {"migrate:local"}
+    assert sorted((r["action"], r["target"]["id"]) for r in rows) == [
+        ("price.set", "all-minilm-l6-v2"), ("price.set", "smollm2-135m-instruct"),
+        ("version_cost.set", "smollm2-135m-instruct@bf16"), ("version_cost.set", "smollm2-135m-instruct@fp32")]
     assert run(capsys, "audit", "verify")[0] == 0
     assert run(capsys, "migrate", "--down")[0] == 0
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
@@ -182,7 +186,27 @@ def test_every_command_parses():
     parser = build_parser()
     for argv in (["serve"], ["migrate", "--down"], ["admin", "tenants", "list"],
                  ["admin", "keys", "revoke", "k"], ["admin", "prices", "list"],
-                 ["admin", "bills"], ["admin", "usage-csv", "--tenant", "t"]):
+                 ["admin", "bills"], ["admin", "usage-csv", "--tenant", "t"], ["admin", "costs", "list"],
+                 ["admin", "costs", "set", "m@v", "--per-replica-hour", "1"],
+                 ["admin", "economics", "--month", "2026-11", "--csv"]):
         assert callable(parser.parse_args(argv).handler)
     update = parser.parse_args(["admin", "tenants", "update", "t", "--tpm", "none"])
     assert update.build(update).body == {"tpm": None}  # only what was given, null clears
+
+
+def test_economics_and_replica_hour_prices(capsys, gateway_url, tmp_path):
+    version = "smollm2-135m-instruct@fp32"
+    cost = admin(capsys, gateway_url, "costs", "set", version, "--per-replica-hour", "0.085", "--hardware",
+                 "2 vCPU", "--effective-from", "2026-01-01T00:00:00Z")
+    assert (cost["per_replica_hour"], cost["hardware"], cost["current"]) == ("0.085", "2 vCPU", True)
+    assert [c["version"] for c in admin(capsys, gateway_url, "costs", "list")["data"]] == [version]
+    report = admin(capsys, gateway_url, "economics", "--month", "2026-11", "--utilisation", "0.8")
+    assert report["object"] == "economics" and report["month"] == "2026-11" and report["utilisation"] == "0.8"
+    text = admin(capsys, gateway_url, "economics", "--month", "2026-11", "--csv")
+    assert text.splitlines()[0].startswith("level,model,version,tenant_id")
+    out = tmp_path / "economics.csv"
+    admin(capsys, gateway_url, "economics", "--month", "2026-11", "--csv", "-o", str(out))
+    assert out.read_text().splitlines() == text.splitlines()
+    rc, _, err = run(capsys, "admin", "economics", "--month", "2026-13", "--url", gateway_url,
+                     "--admin-key", TEST_ADMIN_KEY)
+    assert rc == 1 and "error (400)" in err

@@ -12,8 +12,9 @@ from workers.engine.input_processor import InputProcessor
 from workers.engine.metrics import EngineMetrics
 from workers.engine.output_processor import OutputProcessor
 from workers.engine.scheduler import Scheduler
-from workers.engine.scheduler_output import ModelRunnerOutput
+from workers.engine.scheduler_output import ModelRunnerOutput, SchedulerOutput
 from workers.engine.sequence import Sequence
+from workers.engine.step_meter import StepMeter
 from workers.outputs import RequestOutput
 from workers.sampling_params import SamplingParams
 from workers.schedule_params import ScheduleParams
@@ -46,6 +47,7 @@ class LLMEngine:
                                    max_seq_len=min(self.max_model_len, kv_capacity))
         self.processor = OutputProcessor(self.tokenizer, deltas=deltas)
         self.metrics = EngineMetrics(model_name or config.model, registry)
+        self.meter = StepMeter(config.meter_decode_weight)
 
     def add_request(self, request_id: str, prompt: str | list[int] | None = None, *,
                     messages: list[dict] | None = None, params: SamplingParams | None = None,
@@ -64,10 +66,10 @@ class LLMEngine:
 
     def step(self) -> list[RequestOutput]:
         out = self.scheduler.schedule()
-        result = self.runner.execute(out) if out.scheduled else ModelRunnerOutput([])
+        result = self._execute(out)
         finished = self.scheduler.update(out, result)
         finished += self.scheduler.finish(self.processor.detokenize(out), "stop")
-        outputs = self.processor.make_outputs(out)
+        outputs = self._metered(self.processor.make_outputs(out))
         done = self._release(finished)
         self.metrics.record_step(out, done, self.scheduler.stats())
         return outputs
@@ -78,8 +80,11 @@ class LLMEngine:
         seqs = self.scheduler.abort(request_id)
         if not seqs:
             return None
+        final = self.processor.abort(request_id)
+        if final is not None:
+            self._metered([final])
         self._release(seqs)
-        return self.processor.abort(request_id)
+        return final
 
     def abort_all(self) -> list[RequestOutput]:
         outputs = [self.abort(request_id) for request_id in self.scheduler.request_ids()]
@@ -87,6 +92,17 @@ class LLMEngine:
 
     def has_unfinished_requests(self) -> bool:
         return self.scheduler.has_unfinished()
+
+    def _execute(self, out: SchedulerOutput) -> ModelRunnerOutput:
+        if not out.scheduled:
+            return ModelRunnerOutput([])
+        with self.meter.step(out):
+            return self.runner.execute(out)
+
+    def _metered(self, outputs: list[RequestOutput]) -> list[RequestOutput]:
+        for o in outputs:
+            o.engine_ms = self.meter.total(o.request_id)
+        return outputs
 
     def _check_new_id(self, request_id: str) -> None:
         if request_id in self.scheduler:
@@ -97,4 +113,5 @@ class LLMEngine:
         done = {seq.request_id: seq for seq in seqs if seq.request_id not in self.scheduler}
         for request_id in done:
             self.runner.release(request_id)
+            self.meter.release(request_id)
         return list(done.values())

@@ -79,7 +79,7 @@ class ChunkWriter:
                 "finish_reason": self._first_finish if out.finished else None,
                 "logprobs": first["logprobs"] if first else None,
                 "cumulative_logprob": first["cumulative_logprob"] if first else None,
-                "completions": completions}
+                "completions": completions, "engine_ms": out.engine_ms}
 
 
 def _completion(c: CompletionOutput) -> dict:

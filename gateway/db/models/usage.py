@@ -32,6 +32,7 @@ class Usage(Base):
     currency: Mapped[str] = mapped_column(String(8))
     latency_ms: Mapped[float | None] = mapped_column(Float)
     ttft_ms: Mapped[float | None] = mapped_column(Float)
+    engine_ms: Mapped[float | None] = mapped_column(Float)  # None: not metered (embeddings, older rows)
     status: Mapped[str] = mapped_column(String(16))
     kind: Mapped[str] = mapped_column(String(16), default="interactive", server_default="interactive")  # | "batch"
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)

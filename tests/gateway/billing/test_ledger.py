@@ -162,3 +162,18 @@ async def test_month_tokens_counts_prompt_and_completion_in_that_month(database,
 def test_bad_configuration_is_refused(database):
     with pytest.raises(ValueError):
         Ledger(database, PriceBook(database), batch_size=0)
+
+
+async def test_engine_ms_is_kept_per_row_and_through_the_spool(database, tenant_id, ledger):
+    from gateway.billing.ledger import record_from_json, record_to_json
+
+    ledger.record(rec(tenant_id, 1, version="m@v1", engine_ms=12.345))
+    ledger.record(rec(tenant_id, 2, cache_hit=True, engine_ms=0.0))  # a semantic-cache hit: no engine work
+    ledger.record(rec(tenant_id, 3))  # not metered (embeddings, an older replica)
+    await ledger.flush()
+    assert [r.engine_ms for r in rows(database)] == [12.345, 0.0, None]
+    spooled = rec(tenant_id, 4, engine_ms=1.5)
+    assert record_from_json(json.loads(json.dumps(record_to_json(spooled)))) == spooled
+    old = record_to_json(rec(tenant_id, 5))
+    del old["engine_ms"]  # a row spooled before the column existed
+    assert record_from_json(old).engine_ms is None

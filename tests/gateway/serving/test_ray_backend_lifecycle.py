@@ -68,3 +68,25 @@ async def test_a_gateway_that_started_its_own_ray_takes_it_down(stub, gw_catalog
     await backend.start()
     await backend.stop()
     assert stub.calls == ["init address=None", "serve.shutdown", "ray.shutdown"]
+
+
+async def test_replica_counts_for_economics_come_from_serve_status(stub, gw_catalogue, monkeypatch):
+    """RUNNING replicas per version (standby ones are replicas of the same deployment); gateways attached to one
+    cluster name the same pool, so their replica-minutes collide instead of adding."""
+    from gateway.economics.recorder import ReplicaSource
+    from workers.serve.app import app_name
+
+    fp32, bf16 = "smollm2-135m-instruct@fp32", "smollm2-135m-instruct@bf16"
+    deployment = SimpleNamespace(replica_states={"RUNNING": 3, "STARTING": 1})
+    status = SimpleNamespace(applications={app_name(fp32): SimpleNamespace(deployments={"VersionServer": deployment})})
+    monkeypatch.setattr(ray_backend.serve, "status", lambda: status)
+    joined = ray_backend.RayServeBackend(Settings(RAY_ADDRESS="10.0.0.1:6379", ray_deploy=False), gw_catalogue)
+    await joined.start()
+    try:
+        assert isinstance(joined, ReplicaSource)
+        assert joined.replica_counts() == {fp32: 3, bf16: 0}
+        assert joined.replica_pool == "ray:10.0.0.1:6379/tollgate"
+    finally:
+        await joined.stop()
+    local = ray_backend.RayServeBackend(Settings(RAY_ADDRESS=""), gw_catalogue)
+    assert local.replica_pool.startswith("ray-local:")  # its own Ray: nobody else's replicas

@@ -39,6 +39,7 @@ class Run:
         self.max_tokens = 0
         self.completion_tokens = 0
         self.cached_tokens = 0
+        self.engine_ms: float | None = None  # the engine's metered time for it; 0 for a cache hit
         self.produced = False
         self.cache_hit = False
         self.cache_status, self.cache_score = "bypass", None  # x-tollgate-cache[-score]
@@ -61,12 +62,14 @@ class Run:
         self.version, self.produced = version, True
         self.ttft_s = time.perf_counter() - self.started
         self.prompt_tokens, self.cached_tokens = first.prompt_tokens, first.cached_tokens
+        self.engine_ms = first.engine_ms
 
     def replayed(self, completion_tokens: int, score: float | None) -> None:
         """The semantic cache answered: billed, at the model's cache prices, with every prompt token counted as
         cached (this request's prompt, not the stored question's)."""
         self.produced, self.cache_hit = True, True
         self.completion_tokens, self.cached_tokens = completion_tokens, self.prompt_tokens
+        self.engine_ms = 0.0  # no engine worked on it
         self.cache_status, self.cache_score = "hit", score
 
     def embedded(self) -> None:
@@ -76,6 +79,7 @@ class Run:
     def observe(self, chunk: GenerationChunk) -> None:
         """`chunk` was (or is about to be) handed to the client."""
         self.completion_tokens = chunk.completion_tokens
+        self.engine_ms = chunk.engine_ms
 
     async def within_budget(self, chunk: GenerationChunk) -> bool:
         """Meter a stream: take more of the month's budget when this chunk needs it."""
@@ -137,6 +141,7 @@ class Run:
                     version=self.version, prompt_tokens=self.prompt_tokens,
                     completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
                     cache_hit=self.cache_hit, latency_ms=round(latency_s * 1000, 3),
+                    engine_ms=None if self.engine_ms is None else round(self.engine_ms, 3),
                     ttft_ms=None if self.ttft_s is None else round(self.ttft_s * 1000, 3),
                     status=status, created_at=datetime.now(UTC), kind=self.kind)
                 cost = svc.prices.cost(model, prompt_tokens=self.prompt_tokens,

@@ -19,7 +19,7 @@ from gateway.crud.prices import set_price
 from gateway.db.database import Database
 from gateway.main import create_app
 from tests.gateway.conftest import gateway_settings
-from tests.gateway.support import (ADMIN_KEY, FP32, METRICS, CannedBackend, LiveServer, make_tenant,
+from tests.gateway.support import (ADMIN_KEY, CANNED_ENGINE_MS, FP32, METRICS, CannedBackend, LiveServer, make_tenant,
                                    migrate_and_seed, wait_usage_rows)
 
 MODEL = "smollm2-135m-instruct"
@@ -104,6 +104,7 @@ def test_a_repeat_is_a_hit_without_the_engine_billed_at_cache_prices(server, bac
 
     miss_row, hit_row = wait_usage_rows(db[1], tenant_id, 2)
     assert (miss_row.cache_hit, hit_row.cache_hit) == (False, True)
+    assert (miss_row.engine_ms, hit_row.engine_ms) == (8 * CANNED_ENGINE_MS, 0.0)  # a hit costs no engine time
     assert hit_row.cached_tokens == usage["prompt_tokens"] and hit_row.version is None and hit_row.model == MODEL
     tokens = {"prompt_tokens": usage["prompt_tokens"], "completion_tokens": usage["completion_tokens"]}
     assert hit_row.cost == request_cost(PRICE, **tokens, cached_tokens=usage["prompt_tokens"], cache_hit=True)

@@ -1,0 +1,117 @@
+"""Admin: MaaS economics (revenue against serving cost) and the replica-hour prices it is computed with."""
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi.responses import Response
+
+from gateway.api.admin.auditing import AuditorDep
+from gateway.api.deps import ServicesDep, SessionDep
+from gateway.api.errors import invalid_request, not_found
+from gateway.api.periods import MonthDep
+from gateway.billing.period import Month
+from gateway.crud.version_costs import cost_in_effect, list_version_costs, set_version_cost
+from gateway.db.models.version_cost import VersionCost
+from gateway.db.types import utcnow
+from gateway.economics.csv_export import economics_csv
+from gateway.economics.query import economics_report
+from gateway.economics.report import DEFAULT_UTILISATION, ReportOptions
+from gateway.schemas.economics import EconomicsReport, VersionCostList, VersionCostOut, VersionCostSet
+
+router = APIRouter()
+MAX_THROUGHPUT = Decimal(10**9)  # tokens per second: far beyond any replica, and Decimal arithmetic stays exact
+
+
+def _current_ids(rows: list[VersionCost]) -> set[int]:
+    """The row in effect now for each version (rows come sorted by version, effective_from)."""
+    now, current = utcnow(), {}
+    for r in rows:
+        if r.effective_from <= now:
+            current[r.version] = r.id
+    return set(current.values())
+
+
+def _out(row: VersionCost, current: set[int]) -> VersionCostOut:
+    return VersionCostOut.model_validate(row).model_copy(update={"current": row.id in current})
+
+
+@router.get("/versions/costs", response_model=VersionCostList)
+def list_costs(session: SessionDep) -> VersionCostList:
+    """Every replica-hour price, oldest first per version; `current` marks the one in effect."""
+    rows = list_version_costs(session)
+    current = _current_ids(rows)
+    return VersionCostList(data=[_out(r, current) for r in rows])
+
+
+@router.put("/versions/{version}/cost", response_model=VersionCostOut)
+def put_cost(version: str, body: VersionCostSet, session: SessionDep, services: ServicesDep,
+             auditor: AuditorDep) -> VersionCostOut:
+    """Set a version's replica-hour price from `effective_from` (default: now); earlier minutes keep theirs."""
+    if version not in services.catalogue.version_names():
+        raise not_found(f"No version `{version}` in the catalogue.")
+    rows = list_version_costs(session)
+    hardware = body.hardware
+    if hardware is None:  # keep what the version runs on
+        mine = [r for r in rows if r.version == version]
+        spec = services.catalogue.version(version)[2].cost
+        hardware = mine[-1].hardware if mine else (spec.hardware if spec is not None else "")
+    when = body.effective_from or utcnow()  # in UTC (VersionCostSet)
+    # The audit's before: what a replica-hour cost from `when` until now (the row overwritten, or the one before).
+    audit = auditor.on_write("version_cost.set", before=cost_in_effect(session, version=version, at=when))
+    row = set_version_cost(session, version=version, per_replica_hour=body.per_replica_hour, hardware=hardware,
+                           effective_from=when, set_by=auditor.actor, audit=audit)
+    return _out(row, _current_ids(list_version_costs(session)))
+
+
+def _decimal(text: str | None, param: str) -> Decimal | None:
+    if text is None:
+        return None
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise invalid_request(f"{param} must be a number, got {text!r}", param=param) from None
+    if not value.is_finite():
+        raise invalid_request(f"{param} must be a finite number", param=param)
+    return value
+
+
+def _report(month: Month, services, session, utilisation: str | None, throughput: str | None) -> EconomicsReport:
+    u = _decimal(utilisation, "utilisation")
+    if u is not None and not 0 < u <= 1:
+        raise invalid_request(f"utilisation must be in (0, 1], got {utilisation}", param="utilisation")
+    t = _decimal(throughput, "throughput")
+    if t is not None and not 0 < t <= MAX_THROUGHPUT:
+        raise invalid_request(f"throughput must be in (0, {MAX_THROUGHPUT}], got {throughput}", param="throughput")
+    options = ReportOptions(currency=services.settings.currency,
+                            utilisation=DEFAULT_UTILISATION if u is None else u, throughput=t)
+    return economics_report(session, period=month.period, month=str(month), options=options)
+
+
+Utilisation = Annotated[str | None, Query(description="what break-even prices assume, in (0, 1]; default 0.6")]
+Throughput = Annotated[str | None, Query(description="output tokens per busy second per replica; default: measured")]
+
+
+@router.get("/economics", response_model=EconomicsReport)
+def economics(month: MonthDep, session: SessionDep, services: ServicesDep, utilisation: Utilisation = None,
+              throughput: Throughput = None, format: str = "json"):
+    """A month's revenue, serving cost and margin per model, version and tenant; `format=csv` for CSV."""
+    if format not in ("json", "csv"):
+        raise invalid_request(f"format must be json or csv, got {format!r}", param="format")
+    report = _report(month, services, session, utilisation, throughput)
+    if format == "csv":
+        return _csv(report, month)
+    return report
+
+
+@router.get("/economics.csv", response_class=Response)
+def economics_csv_route(month: MonthDep, session: SessionDep, services: ServicesDep,
+                        utilisation: Utilisation = None, throughput: Throughput = None) -> Response:
+    """The month's economics report as CSV (one row per version, model, tenant, and the totals)."""
+    return _csv(_report(month, services, session, utilisation, throughput), month)
+
+
+def _csv(report: EconomicsReport, month: Month) -> Response:
+    return Response(economics_csv(report), media_type="text/csv",
+                    headers={"Content-Disposition": f'attachment; filename="economics-{month}.csv"'})

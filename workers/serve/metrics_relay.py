@@ -142,7 +142,10 @@ class MetricsPusher:
 
 
 async def read_hub(timeout_s: float = 2.0) -> dict[str, list[Sample]]:
-    """The hub's snapshots ({} when no replica has pushed yet): for a gateway on the cluster."""
+    """The hub's snapshots ({} when no replica has pushed yet, or this process is not on a cluster): for a
+    gateway on the cluster. Never starts Ray itself."""
+    if not ray.is_initialized():
+        return {}
     try:
         actor = await asyncio.to_thread(ray.get_actor, HUB_NAME, namespace=HUB_NAMESPACE)
     except ValueError:

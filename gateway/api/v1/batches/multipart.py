@@ -1,9 +1,11 @@
-"""multipart/form-data, parsed from a body already read whole (its size was bounded before): the fields and
-files of an upload. Strict and small, so uploads need no extra dependency."""
+"""multipart/form-data, parsed from a body already read whole (its size was bounded before) with python-multipart
+(the parser Starlette's own forms use): the fields and files of an upload, each part's bytes kept in memory."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from email.message import Message
+from dataclasses import dataclass, field
+
+from python_multipart.exceptions import MultipartParseError
+from python_multipart.multipart import MultipartParser, parse_options_header
 
 from gateway.api.errors import invalid_request
 
@@ -21,48 +23,72 @@ class Part:
             raise invalid_request(f"{self.name}: not UTF-8 text.", param=self.name) from None
 
 
-def _header(name: str, value: str) -> Message:
-    msg = Message()
-    msg[name] = value
-    return msg
+@dataclass(slots=True)
+class _Collector:
+    """python-multipart's callbacks, gathering parts by name (the first of a repeated name)."""
+
+    parts: dict[str, Part] = field(default_factory=dict)
+    ended: bool = False
+    _headers: dict[bytes, bytes] = field(default_factory=dict)
+    _field: bytes = b""
+    _value: bytes = b""
+    _data: list[bytes] = field(default_factory=list)
+
+    def callbacks(self) -> dict:
+        return {"on_part_begin": self._begin, "on_header_field": self._on_field, "on_header_value": self._on_value,
+                "on_header_end": self._header_end, "on_part_data": self._on_data, "on_part_end": self._end,
+                "on_end": self._on_end}
+
+    def _begin(self) -> None:
+        self._headers, self._data = {}, []
+
+    def _on_field(self, data: bytes, start: int, end: int) -> None:
+        self._field += data[start:end]
+
+    def _on_value(self, data: bytes, start: int, end: int) -> None:
+        self._value += data[start:end]
+
+    def _header_end(self) -> None:
+        self._headers[self._field.lower()] = self._value
+        self._field = self._value = b""
+
+    def _on_data(self, data: bytes, start: int, end: int) -> None:
+        self._data.append(data[start:end])
+
+    def _end(self) -> None:
+        _, options = parse_options_header(self._headers.get(b"content-disposition", b""))
+        name = options.get(b"name")
+        if not name:
+            raise invalid_request("A multipart part has no Content-Disposition name.")
+        filename = options.get(b"filename")
+        self.parts.setdefault(_text(name), Part(_text(name), None if filename is None else _text(filename),
+                                                b"".join(self._data)))
+
+    def _on_end(self) -> None:
+        self.ended = True
+
+
+def _text(raw: bytes) -> str:
+    """Part headers: UTF-8 as browsers and httpx send file names (RFC 7578), else Latin-1."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
 
 
 def parse_form(content_type: str, body: bytes) -> dict[str, Part]:
     """Each part by name (the first of a repeated name); a 400 for anything that is not multipart/form-data."""
-    ct = _header("content-type", content_type or "")
-    boundary = ct.get_param("boundary") if ct.get_content_type() == "multipart/form-data" else None
-    if not isinstance(boundary, str) or not boundary:
+    kind, options = parse_options_header(content_type or "")
+    boundary = options.get(b"boundary") if kind == b"multipart/form-data" else None
+    if not boundary:
         raise invalid_request("The request must be multipart/form-data (with a boundary), as the SDK sends files.")
-    delimiter = b"--" + boundary.encode("latin-1")
-    chunks = body.split(delimiter)
-    if len(chunks) < 3 or not chunks[-1].startswith(b"--"):
-        raise invalid_request("The multipart body is malformed (no closing boundary).")
-    parts: dict[str, Part] = {}
-    for chunk in chunks[1:-1]:
-        if not chunk.startswith(b"\r\n"):
-            raise invalid_request("The multipart body is malformed.")
-        head, sep, data = chunk[2:].partition(b"\r\n\r\n")
-        if not sep or not data.endswith(b"\r\n"):
-            raise invalid_request("The multipart body is malformed (a part without headers or end).")
-        part = _part(_text(head), data[:-2])
-        parts.setdefault(part.name, part)
-    return parts
-
-
-def _text(head: bytes) -> str:
-    """Part headers: UTF-8 as browsers and httpx send file names (RFC 7578), else Latin-1."""
+    collector = _Collector()
     try:
-        return head.decode("utf-8")
-    except UnicodeDecodeError:
-        return head.decode("latin-1")
-
-
-def _part(head: str, data: bytes) -> Part:
-    for line in head.split("\r\n"):
-        key, _, value = line.partition(":")
-        if key.strip().lower() == "content-disposition":
-            disposition = _header("content-disposition", value.strip())
-            name = disposition.get_param("name", header="content-disposition")
-            if isinstance(name, str) and name:
-                return Part(name, disposition.get_filename(), data)
-    raise invalid_request("A multipart part has no Content-Disposition name.")
+        parser = MultipartParser(boundary, collector.callbacks())
+        parser.write(body)
+        parser.finalize()
+    except MultipartParseError as e:
+        raise invalid_request(f"The multipart body is malformed: {e}") from None
+    if not collector.ended:
+        raise invalid_request("The multipart body is malformed (no closing boundary).")
+    return collector.parts

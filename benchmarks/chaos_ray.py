@@ -21,7 +21,8 @@ import ray  # noqa: E402
 from ray import serve  # noqa: E402
 
 from gateway.catalogue import load_catalogue  # noqa: E402
-from workers.serve.app import app_name, deploy, versions_from_catalogue  # noqa: E402
+from gateway.serving.pool import versions_from_catalogue  # noqa: E402
+from workers.serve.app import app_name, deploy  # noqa: E402
 
 REPLICA_PREFIX = "SERVE_REPLICA::"  # ray.serve._private.common.REPLICA_ID_FULL_ID_STR_PREFIX
 SERVE_NAMESPACE = "serve"

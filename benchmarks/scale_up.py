@@ -16,8 +16,9 @@ import ray
 from ray import serve
 
 from gateway.catalogue import load_catalogue
+from gateway.serving.pool import versions_from_catalogue
 from gateway.settings import Settings
-from workers.serve.app import app_name, deploy, versions_from_catalogue
+from workers.serve.app import app_name, deploy
 
 VERSION = "smollm2-135m-instruct@fp32"
 ENGINE = {"num_kv_blocks": 128, "max_num_seqs": 8, "max_num_batched_tokens": 512, "num_threads": 1}

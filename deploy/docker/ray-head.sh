@@ -7,7 +7,7 @@ ray start --head --port=6379 --dashboard-host=0.0.0.0 --ray-client-server-port=1
   --num-cpus="${RAY_NUM_CPUS:-4}" --disable-usage-stats
 prefix=()
 if [ "${TOLLGATE_RAY_PREFIX_ROUTING:-false}" = "true" ]; then prefix=(--prefix-routing); fi
-python -m workers.serve.app --catalogue "${TOLLGATE_CATALOGUE:-/app/deploy/catalogue.yaml}" --address auto "${prefix[@]}"
+python -m gateway.serving.pool --catalogue "${TOLLGATE_CATALOGUE:-/app/deploy/catalogue.yaml}" --address auto "${prefix[@]}"
 touch /tmp/tollgate-serve-ready
 # Stay in the foreground for as long as the Ray node lives.
 while ray status >/dev/null 2>&1; do sleep 10; done

@@ -25,11 +25,12 @@ from ray.serve.exceptions import BackPressureError, RayServeException
 from gateway.catalogue import Catalogue
 from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, TenantQueueFull, VersionInfo,
                                   VersionOverloaded, VersionUnavailable)
+from gateway.serving.pool import versions_from_catalogue
 from gateway.settings import Settings
 from workers.engine.async_engine import EngineOverloaded
 from workers.engine.input_processor import InputProcessor
 from workers.serve.protocol import sampling_params, schedule_params
-from workers.serve.app import app_name, deploy, versions_from_catalogue
+from workers.serve.app import app_name, deploy
 from workers.serve.config import VersionServeConfig
 from workers.serve.health import VersionHealth
 from workers.serve.metrics_relay import RelayedMetrics, read_hub

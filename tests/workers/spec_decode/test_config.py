@@ -33,7 +33,7 @@ def test_bad_settings_are_refused_naming_the_field(spec, match):
 
 def test_the_catalogue_engine_block_reaches_the_engine_config():
     from gateway.catalogue import parse_catalogue
-    from workers.serve.app import versions_from_catalogue
+    from gateway.serving.pool import versions_from_catalogue
 
     spec = {"method": "ngram", "num_tokens": 3}
     raw = {"models": {"m": {"weights": "smollm2-135m-instruct", "price": {"input_per_million": 1},

@@ -1,8 +1,10 @@
+"""The catalogue's versions as Serve applications (gateway/serving/pool.py, workers/serve/app.py)."""
 from __future__ import annotations
 
 from gateway.catalogue import load_catalogue
+from gateway.serving.pool import versions_from_catalogue
 from gateway.settings import Settings
-from workers.serve.app import PREFIX_ROUTER, app_name, build_app, versions_from_catalogue
+from workers.serve.app import PREFIX_ROUTER, app_name, build_app
 
 
 def test_configs_follow_the_catalogue_with_overrides():

@@ -7,11 +7,25 @@ once at load time. Steps with prompt tokens still go layer by layer (their atten
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
 from workers.kernels.cpu import CpuKernels
-from workers.model.attention import AttentionMetadata
+
+
+class DecodeMetadata(Protocol):
+    """What a decode-only step tells the stack (workers.model.attention.AttentionMetadata has these); kernels
+    take it by shape, never import the model layer."""
+
+    slot_mapping: torch.Tensor
+    num_decode: int
+    decode_block_tables: torch.Tensor | None
+    decode_context_lens: torch.Tensor | None
+    prefills: list
+    validated: bool
+
+    def validate(self, k_cache: torch.Tensor) -> None: ...
 
 
 @dataclass(slots=True, frozen=True)
@@ -64,7 +78,7 @@ class DecoderStack:
         return DecoderStack(self._kernels, self._layers[:num_layers], self.shape)
 
     def run(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, k_cache: torch.Tensor,
-            v_cache: torch.Tensor, meta: AttentionMetadata) -> torch.Tensor:
+            v_cache: torch.Tensor, meta: DecodeMetadata) -> torch.Tensor:
         """x [T, hidden], every token a decode token; caches [L, KVH, num_blocks, block_size, D]. Returns x,
         overwritten with the last layer's output."""
         s, tokens = self.shape, x.shape[0]

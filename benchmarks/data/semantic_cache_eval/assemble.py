@@ -118,8 +118,9 @@ SEALED = """# Sealed test split
 
 sha256: {sha}
 
-Authored by hand by the Tollgate developer on branch `cachecorpus` (issue 11, item 1), independently of the
-cache's code, its tuning pairs and its pair-making script, none of which were opened while writing.
+Authored pair by pair (no slot-filling templates) by an AI assistant (Claude) working as the Tollgate developer
+on branch `cachecorpus` (issue 11, item 1), independently of the cache's code, its tuning pairs, its pair-making
+script and its tests, none of which were opened while writing.
 
 ## Rule
 

@@ -315,6 +315,8 @@ class _Sampling(_Request):
 
 class ChatCompletionRequest(_Sampling):
     # With a stored `prompt`, the model and messages may come from it (gateway/api/v1/prompted.py).
+    model_config = ConfigDict(extra="allow", strict=True, json_schema_extra={
+        "anyOf": [{"required": ["model", "messages"]}, {"required": ["prompt"]}]})
     model: str | None = Field(None, min_length=1)
     messages: list[ChatMessage] = Field(default_factory=list)
     prompt: PromptField | None = None

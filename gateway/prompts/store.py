@@ -133,6 +133,15 @@ def set_label(session: Session, *, name: str, label: str, weights: dict[int, int
               audit: Audit | None = None) -> LabelState:
     """Point `label` at `weights` (validated by the caller against the prompt's versions); the target it
     leaves becomes its `previous`, and the move is kept in the label's history."""
+    try:
+        return _set_label(session, name=name, label=label, weights=weights, action=action, audit=audit)
+    except IntegrityError:  # another request created the label first: move it from where that one put it
+        session.rollback()
+        return _set_label(session, name=name, label=label, weights=weights, action=action, audit=audit)
+
+
+def _set_label(session: Session, *, name: str, label: str, weights: dict[int, int], action: str,
+               audit: Audit | None) -> LabelState:
     row = session.get(PromptLabel, (name, label), with_for_update=True)
     raw = _raw(weights)
     if row is None:

@@ -37,9 +37,9 @@ class PromptService:
         if ref.version is not None:
             return ref.version
         label = ref.label or DEFAULT_LABEL
-        state = store.get_label(session, name=ref.name, label=label)
-        if state is not None:
-            return choose(ref.name, label, state.weights, key)
+        weights = store.label_weights(session, name=ref.name, label=label)
+        if weights is not None:
+            return choose(ref.name, label, weights, key)
         if ref.label is not None:
             if not store.exists(session, name=ref.name):
                 raise PromptNotFound(f"No prompt named {ref.name!r}.", param="prompt.id")

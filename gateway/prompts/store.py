@@ -117,6 +117,12 @@ def get_label(session: Session, *, name: str, label: str) -> LabelState | None:
     return None if row is None else _label(row)
 
 
+def label_weights(session: Session, *, name: str, label: str) -> dict[int, int] | None:
+    """Where a label points now: the one column, on the request path (no ORM row to build)."""
+    stmt = select(PromptLabel.weights).where(PromptLabel.name == name, PromptLabel.label == label)
+    return _weights(session.execute(stmt).scalar())
+
+
 def labels(session: Session, *, name: str) -> list[LabelState]:
     stmt = select(PromptLabel).where(PromptLabel.name == name).order_by(PromptLabel.label)
     return [_label(r) for r in session.scalars(stmt)]

@@ -113,6 +113,10 @@ class Services:
     prompts: PromptService | None = None  # stored prompts a chat request may name (gateway/prompts)
     started_at: float = field(default_factory=time.time)
 
+    def __post_init__(self) -> None:
+        if self.prompts is None:  # stored prompts need nothing but the database
+            self.prompts = PromptService(self.database)
+
     @classmethod
     def build(cls, settings: Settings, *, backend: ModelBackend | None = None,
               embedder: object | None = None) -> "Services":
@@ -137,7 +141,6 @@ class Services:
             salter=CacheSalter(settings.cache_salt_secret or admin_key, enabled=settings.prefix_cache_isolation),
             embedder=embedder,
             events=build_event_bus(settings),
-            prompts=PromptService(database),
         )
 
     async def start(self) -> None:

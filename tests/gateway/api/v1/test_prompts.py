@@ -252,9 +252,10 @@ def test_the_semantic_cache_never_replays_a_moved_labels_answer(db):
         ref, question = {"id": "cached", "variables": {"n": "Bo"}}, [{"role": "user", "content": "What now?"}]
         assert ask(c, ref, question, temperature=0).headers["x-tollgate-cache"] == "miss"
         deadline = time.monotonic() + 15
-        while ask(c, ref, question, temperature=0).headers["x-tollgate-cache"] != "hit":  # stored off the path
+        while (hit := ask(c, ref, question, temperature=0)).headers["x-tollgate-cache"] != "hit":  # stored later
             assert time.monotonic() < deadline
             time.sleep(0.05)
+        assert hit.headers["x-tollgate-prompt-version"] == "cached:1" and "x-tollgate-ignored-fields" not in hit.headers
         served = len(backend.requests)
 
         label(live, "cached", "production", version=2)

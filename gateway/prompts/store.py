@@ -174,3 +174,19 @@ def rollback_label(session: Session, *, name: str, label: str, audit: Audit | No
         raise NoPreviousTarget(f"Label {label!r} of {name!r} has never moved: there is nothing to roll back to.",
                                param="label")
     return set_label(session, name=name, label=label, weights=state.previous, action="rollback", audit=audit)
+
+
+def delete_label(session: Session, *, name: str, label: str, audit: Audit | None = None) -> LabelState:
+    """Remove a label (its history stays): requests naming it get a 404, and without `production` the
+    default becomes the latest version."""
+    row = session.get(PromptLabel, (name, label))
+    if row is None:
+        raise PromptNotFound(f"Prompt {name!r} has no label {label!r}.", param="label")
+    state = _label(row)
+    session.add(PromptLabelMove(name=name, label=label, action="delete", weights={}, previous=row.weights))
+    session.delete(row)
+    session.flush()
+    if audit is not None:
+        audit(session, state)
+    session.commit()
+    return state

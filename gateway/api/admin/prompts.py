@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 from fastapi.params import Path
 from sqlalchemy.orm import Session
 
@@ -158,6 +158,25 @@ def set_label(name: str, label: LabelName, body: LabelSet, session: SessionDep, 
     except PromptError as e:
         raise _api_error(e) from None
     return _label_out(session, state)
+
+
+@router.delete("/prompts/{name}/labels/{label}", status_code=204)
+def delete_label(name: str, label: str, session: SessionDep, auditor: AuditorDep) -> Response:
+    """Remove a label; its history is kept."""
+    if store.get_label(session, name=name, label=label) is None:
+        raise _api_error(_missing_label(session, name, label))
+    try:
+        store.delete_label(session, name=name, label=label,
+                           audit=_deleted(auditor, Target("prompt_label", f"{name}/{label}")))
+    except PromptError as e:
+        raise _api_error(e) from None
+    return Response(status_code=204)
+
+
+def _deleted(auditor: Auditor, target: Target):
+    def hook(session: Session, was: LabelState) -> None:
+        auditor.record(session, "prompt.unlabel", target, before=_jsonable(was), after=None)
+    return hook
 
 
 @router.post("/prompts/{name}/labels/{label}/rollback", response_model=LabelOut)

@@ -67,6 +67,20 @@ async def test_rollback_goes_back_and_is_audited(admin_http):
     assert row["after"]["weights"] == {"1": 100}
 
 
+async def test_delete_label_keeps_its_history_and_is_audited(admin_http):
+    await _create(admin_http)
+    await admin_http.put("/admin/prompts/greeting/labels/staging", json={"version": 1}, headers=ADMIN)
+    r = await admin_http.delete("/admin/prompts/greeting/labels/staging", headers=ADMIN)
+    assert r.status_code == 204 and r.content == b""
+    assert (await admin_http.get("/admin/prompts/greeting", headers=ADMIN)).json()["labels"] == {}
+    assert_openai_error(await admin_http.delete("/admin/prompts/greeting/labels/staging", headers=ADMIN), 404)
+    row = (await _audit(admin_http))[0]
+    assert row["action"] == "prompt.unlabel" and row["before"]["weights"] == {"1": 100} and row["after"] is None
+    await admin_http.put("/admin/prompts/greeting/labels/staging", json={"version": 1}, headers=ADMIN)
+    history = (await admin_http.get("/admin/prompts/greeting/labels/staging", headers=ADMIN)).json()["history"]
+    assert [m["action"] for m in history] == ["set", "delete", "set"]
+
+
 async def test_errors(admin_http):
     await _create(admin_http)
     assert_openai_error(await admin_http.post("/admin/prompts", json=HELLO, headers=ADMIN), 409, param="name")

@@ -31,6 +31,7 @@ from gateway.limits.storage.breaker import BreakerConfig
 from gateway.limits.storage.memory import MemoryConfig, MemoryStorage
 from gateway.limits.storage.redis import RedisConfig, RedisStorage
 from gateway.observability.metrics import Metrics
+from gateway.prompts import PromptService
 from gateway.routing.factory import build_router
 from gateway.routing.router import Router
 from gateway.security.admin_key import ensure_admin_key
@@ -109,7 +110,12 @@ class Services:
     auth_throttle: AuthThrottle = field(default_factory=AuthThrottle)  # bad keys per client address
     drain: Drain = field(default_factory=Drain)
     recorder: ReplicaRecorder | None = None  # replica-minutes for economics, when the backend can count replicas
+    prompts: PromptService | None = None  # stored prompts a chat request may name (gateway/prompts)
     started_at: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        if self.prompts is None:  # stored prompts need nothing but the database
+            self.prompts = PromptService(self.database)
 
     @classmethod
     def build(cls, settings: Settings, *, backend: ModelBackend | None = None,

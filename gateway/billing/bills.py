@@ -10,25 +10,37 @@ from sqlalchemy.orm import Session
 
 from gateway.billing.period import Month, Period
 from gateway.crud.tenants import list_tenants
-from gateway.crud.usage import ModelTotals, iter_usage, totals_by_model
+from gateway.crud.usage import ModelTotals, iter_usage, totals_by_model, totals_by_prompt_version
 from gateway.db.database import Database
-from gateway.schemas.billing import Bill, BillLine, decimal_text
+from gateway.schemas.billing import Bill, BillLine, PromptVersionBill, PromptVersionBillLine, decimal_text
 
 CSV_COLUMNS = ("request_id", "created_at", "tenant_id", "key_id", "endpoint", "model", "version",
                "prompt_tokens", "completion_tokens", "cached_tokens", "cache_hit", "cost", "currency",
                "latency_ms", "ttft_ms", "status", "kind", "engine_ms")
 
 
+def _line(t: ModelTotals) -> BillLine:
+    return BillLine(model=t.model, kind=t.kind, requests=t.requests, prompt_tokens=t.prompt_tokens,
+                    completion_tokens=t.completion_tokens, cached_tokens=t.cached_tokens, cost=t.cost)
+
+
 def bill_lines(totals: list[ModelTotals]) -> tuple[list[BillLine], Decimal]:
-    lines = [BillLine(model=t.model, kind=t.kind, requests=t.requests, prompt_tokens=t.prompt_tokens,
-                      completion_tokens=t.completion_tokens, cached_tokens=t.cached_tokens, cost=t.cost)
-             for t in totals]
+    lines = [_line(t) for t in totals]
     return lines, sum((line.cost for line in lines), Decimal(0))
 
 
 def tenant_bill(session: Session, *, tenant_id: str, month: Month, currency: str) -> Bill:
     lines, total = bill_lines(totals_by_model(session, period=month.period, tenant_id=tenant_id))
     return Bill(tenant_id=tenant_id, month=str(month), lines=lines, total_cost=total, currency=currency)
+
+
+def tenant_bill_by_prompt_version(session: Session, *, tenant_id: str, month: Month,
+                                  currency: str) -> PromptVersionBill:
+    """The same month as `tenant_bill`, cut by the stored prompt version that built each request."""
+    grouped = totals_by_prompt_version(session, period=month.period, tenant_id=tenant_id)
+    lines = [PromptVersionBillLine(prompt_version=pv, **_line(t).model_dump()) for pv, t in grouped]
+    return PromptVersionBill(tenant_id=tenant_id, month=str(month), lines=lines,
+                             total_cost=sum((line.cost for line in lines), Decimal(0)), currency=currency)
 
 
 def all_bills(session: Session, *, month: Month, currency: str) -> list[Bill]:

@@ -58,6 +58,7 @@ class UsageRecord:
     status: str = "ok"  # ok | error | aborted | truncated
     created_at: datetime = field(default_factory=utcnow)
     kind: str = "interactive"  # | "batch": a Batch API line, costed at the model's batch discount
+    prompt_version: str | None = None  # "name:N" when a stored prompt built the request (gateway/prompts)
 
 
 def record_to_json(rec: UsageRecord) -> dict:

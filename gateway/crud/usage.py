@@ -61,6 +61,24 @@ def totals_by_model(session: Session, *, period: Period, tenant_id: str | None =
             for t, m, k, n, p, c, ct, cost in session.execute(stmt)]
 
 
+def totals_by_prompt_version(session: Session, *, period: Period,
+                             tenant_id: str) -> list[tuple[str | None, ModelTotals]]:
+    """Per (prompt version, model, kind) sums of a tenant over `period`; None for requests without a prompt
+    (listed last)."""
+    stmt = (select(Usage.prompt_version, Usage.model, Usage.kind, func.count(Usage.id),
+                   func.coalesce(func.sum(Usage.prompt_tokens), 0),
+                   func.coalesce(func.sum(Usage.completion_tokens), 0),
+                   func.coalesce(func.sum(Usage.cached_tokens), 0),
+                   func.sum(Usage.cost))
+            .where(Usage.tenant_id == tenant_id, Usage.created_at >= period.start, Usage.created_at < period.end)
+            .group_by(Usage.prompt_version, Usage.model, Usage.kind))
+    rows = [(pv, ModelTotals(tenant_id=tenant_id, model=m, kind=k, requests=int(n), prompt_tokens=int(p),
+                             completion_tokens=int(c), cached_tokens=int(ct), cost=cost or Decimal(0)))
+            for pv, m, k, n, p, c, ct, cost in session.execute(stmt)]
+    # Sorted here, not in SQL: where NULLs sort differs between SQLite and PostgreSQL.
+    return sorted(rows, key=lambda r: (r[0] is None, r[0] or "", r[1].model, r[1].kind != "interactive"))
+
+
 def iter_usage(session: Session, *, period: Period, tenant_id: str | None = None,
                chunk: int = 1000) -> Iterator[Usage]:
     """Ledger rows in time order, fetched `chunk` at a time."""

@@ -20,19 +20,26 @@ def _ledger_versions(session: Session, period: Period) -> list[str | None]:
     return list(session.scalars(stmt))
 
 
-def usage_slices(session: Session, period: Period, history: CostHistory) -> list[UsageSlice]:
-    """Per (tenant, model) sums of each version, cut where its replica-hour price changed."""
+# Who carries costs in the report's `tenants` section: tenants, or (group_by=prompt_version) the stored
+# prompt version behind each request, "" for requests without one.
+PARTIES = {"tenant": Usage.tenant_id, "prompt_version": func.coalesce(Usage.prompt_version, "")}
+
+
+def usage_slices(session: Session, period: Period, history: CostHistory, *,
+                 party: str = "tenant") -> list[UsageSlice]:
+    """Per (party, model) sums of each version, cut where its replica-hour price changed."""
+    who = PARTIES[party]
     out = []
     for version in _ledger_versions(session, period):
         spans = history.spans(version, period.start, period.end) if version else [(period.start, period.end, None)]
         for start, end, point in spans:
-            stmt = (select(Usage.tenant_id, Usage.model, func.count(Usage.id),
+            stmt = (select(who, Usage.model, func.count(Usage.id),
                            func.coalesce(func.sum(Usage.prompt_tokens), 0),
                            func.coalesce(func.sum(Usage.completion_tokens), 0),
                            func.sum(Usage.cost), func.coalesce(func.sum(Usage.engine_ms), 0.0))
                     .where(Usage.created_at >= start, Usage.created_at < end,
                            Usage.version == version if version is not None else Usage.version.is_(None))
-                    .group_by(Usage.tenant_id, Usage.model))
+                    .group_by(who, Usage.model))
             out += [UsageSlice(tenant_id=t, model=m, version=version, requests=int(n), prompt_tokens=int(p),
                                completion_tokens=int(c), revenue=cost or Decimal(0), engine_ms=float(ms),
                                per_replica_hour=point.per_replica_hour if point is not None else None)
@@ -51,9 +58,11 @@ def replica_slices(session: Session, period: Period, history: CostHistory) -> li
 
 
 def economics_report(session: Session, *, period: Period, month: str | None,
-                     options: ReportOptions) -> EconomicsReport:
+                     options: ReportOptions, party: str = "tenant") -> EconomicsReport:
+    """With party="prompt_version", `tenants` lists prompt versions ("" for requests without one) carrying
+    the costs their requests caused, apportioned exactly as tenants' are."""
     history = CostHistory.load(session)
-    usage = usage_slices(session, period, history)
+    usage = usage_slices(session, period, history, party=party)
     replicas = replica_slices(session, period, history)
     versions = {s.version for s in usage if s.version} | {r.version for r in replicas}
     at = period.end - timedelta(microseconds=1)  # the last instant of the period

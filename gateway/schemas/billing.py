@@ -34,6 +34,20 @@ class Bill(BaseModel):
     currency: str
 
 
+class PromptVersionBillLine(BillLine):
+    prompt_version: str | None  # "name:N"; None for requests that named no stored prompt
+
+
+class PromptVersionBill(BaseModel):
+    """A tenant's bill with one line per (prompt version, model, kind): ?group_by=prompt_version."""
+    tenant_id: str
+    month: str
+    group_by: str = "prompt_version"
+    lines: list[PromptVersionBillLine]
+    total_cost: Money
+    currency: str
+
+
 class BillList(BaseModel):
     object: str = "list"
     month: str

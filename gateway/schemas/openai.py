@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_serializer, model_validator
 
 from gateway.tools.grammar import tool_grammar
+from gateway.schemas.prompts import PromptField
 from gateway.tools.prompt import call_text, result_text, with_tools
 from gateway.tools.spec import Function, ToolSet
 
@@ -313,7 +314,12 @@ class _Sampling(_Request):
 
 
 class ChatCompletionRequest(_Sampling):
-    messages: list[ChatMessage] = Field(min_length=1)
+    # With a stored `prompt`, the model and messages may come from it (gateway/api/v1/prompted.py).
+    model_config = ConfigDict(extra="allow", strict=True, json_schema_extra={
+        "anyOf": [{"required": ["model", "messages"]}, {"required": ["prompt"]}]})
+    model: str | None = Field(None, min_length=1)
+    messages: list[ChatMessage] = Field(default_factory=list)
+    prompt: PromptField | None = None
     max_completion_tokens: int | None = Field(None, ge=1)
     logprobs: bool | None = None
     top_logprobs: int | None = Field(None, ge=0, le=MAX_LOGPROBS)
@@ -366,6 +372,18 @@ class ChatCompletionRequest(_Sampling):
                 raise ParamError("tool_choice", f"tool_choice names function '{name[:64]}', which is not in tools")
             return ToolSet(functions, "function", name)
         return ToolSet(functions, self.tool_choice or "auto")
+
+    @model_validator(mode="after")
+    def _model_and_messages(self) -> "ChatCompletionRequest":
+        if self.prompt is not None:
+            return self
+        if self.model is None:
+            raise ParamError("model", "Field required")
+        if "messages" not in self.model_fields_set:
+            raise ParamError("messages", "Field required")
+        if not self.messages:
+            raise ParamError("messages", "List should have at least 1 item after validation")
+        return self
 
     @model_validator(mode="after")
     def _top_logprobs_need_logprobs(self) -> "ChatCompletionRequest":

@@ -1,23 +1,31 @@
 """Admin: monthly bills and the usage CSV export."""
 from __future__ import annotations
 
+from typing import Literal
+
 from fastapi import APIRouter
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from gateway.api.admin.tenants import tenant_or_404
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.api.periods import MonthDep
-from gateway.billing.bills import all_bills, tenant_bill, usage_csv
+from gateway.billing.bills import all_bills, tenant_bill, tenant_bill_by_prompt_version, usage_csv
 from gateway.schemas.billing import Bill, BillList
 
 router = APIRouter()
 
 
 @router.get("/tenants/{tenant_id}/bill", response_model=Bill)
-def bill(tenant_id: str, month: MonthDep, session: SessionDep, services: ServicesDep) -> Bill:
-    """A tenant's bill for a month (UTC): one line per model."""
+def bill(tenant_id: str, month: MonthDep, session: SessionDep, services: ServicesDep,
+         group_by: Literal["prompt_version"] | None = None) -> Bill | JSONResponse:
+    """A tenant's bill for a month (UTC): one line per model, or with `group_by=prompt_version` one line per
+    stored prompt version and model."""
     tenant_or_404(session, tenant_id)
-    return tenant_bill(session, tenant_id=tenant_id, month=month, currency=services.settings.currency)
+    currency = services.settings.currency
+    if group_by == "prompt_version":
+        grouped = tenant_bill_by_prompt_version(session, tenant_id=tenant_id, month=month, currency=currency)
+        return JSONResponse(grouped.model_dump(mode="json"))
+    return tenant_bill(session, tenant_id=tenant_id, month=month, currency=currency)
 
 
 @router.get("/bills", response_model=BillList)

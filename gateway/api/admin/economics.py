@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 
 from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import ServicesDep, SessionDep
@@ -77,7 +77,8 @@ def _decimal(text: str | None, param: str) -> Decimal | None:
     return value
 
 
-def _report(month: Month, services, session, utilisation: str | None, throughput: str | None) -> EconomicsReport:
+def _report(month: Month, services, session, utilisation: str | None, throughput: str | None,
+            party: str = "tenant") -> EconomicsReport:
     u = _decimal(utilisation, "utilisation")
     if u is not None and not 0 < u <= 1:
         raise invalid_request(f"utilisation must be in (0, 1], got {utilisation}", param="utilisation")
@@ -86,7 +87,16 @@ def _report(month: Month, services, session, utilisation: str | None, throughput
         raise invalid_request(f"throughput must be in (0, {MAX_THROUGHPUT}], got {throughput}", param="throughput")
     options = ReportOptions(currency=services.settings.currency,
                             utilisation=DEFAULT_UTILISATION if u is None else u, throughput=t)
-    return economics_report(session, period=month.period, month=str(month), options=options)
+    return economics_report(session, period=month.period, month=str(month), options=options, party=party)
+
+
+def _by_prompt_version(report: EconomicsReport, tenants: EconomicsReport) -> JSONResponse:
+    """The report, plus `prompt_versions`: the tenants section of a report whose parties are prompt versions."""
+    body = report.model_dump(mode="json")
+    body["group_by"] = "prompt_version"
+    body["prompt_versions"] = [{"prompt_version": t.pop("tenant_id") or None, **t}
+                               for t in tenants.model_dump(mode="json")["tenants"]]
+    return JSONResponse(body)
 
 
 Utilisation = Annotated[str | None, Query(description="what break-even prices assume, in (0, 1]; default 0.6")]
@@ -95,13 +105,19 @@ Throughput = Annotated[str | None, Query(description="output tokens per busy sec
 
 @router.get("/economics", response_model=EconomicsReport)
 def economics(month: MonthDep, session: SessionDep, services: ServicesDep, utilisation: Utilisation = None,
-              throughput: Throughput = None, format: str = "json"):
-    """A month's revenue, serving cost and margin per model, version and tenant; `format=csv` for CSV."""
+              throughput: Throughput = None, format: str = "json", group_by: Literal["prompt_version"] | None = None):
+    """A month's revenue, serving cost and margin per model, version and tenant; `format=csv` for CSV;
+    `group_by=prompt_version` adds the same per stored prompt version (JSON only)."""
     if format not in ("json", "csv"):
         raise invalid_request(f"format must be json or csv, got {format!r}", param="format")
+    if group_by is not None and format == "csv":
+        raise invalid_request("group_by is for the JSON report", param="group_by")
     report = _report(month, services, session, utilisation, throughput)
     if format == "csv":
         return _csv(report, month)
+    if group_by == "prompt_version":
+        return _by_prompt_version(report, _report(month, services, session, utilisation, throughput,
+                                                  party="prompt_version"))
     return report
 
 

@@ -16,6 +16,7 @@ from gateway.api.v1.pipeline.job import Job
 from gateway.api.v1.pipeline.choices import Choice
 from gateway.api.v1.pipeline.respond import respond, response_id, status_of
 from gateway.api.v1.pipeline.run import Run
+from gateway.api.v1.prompted import with_prompt
 from gateway.cache import CacheLookup
 from gateway.serving.base import CompletionDelta
 from gateway.services import AppServices, Services
@@ -67,15 +68,21 @@ class ChatFormat:
 async def chat_completions(principal: TenantDep, body: ChatBody, services: AppServices, request: Request,
                            pin: PinHeader = None, session: SessionHeader = None):
     """Create a chat completion, whole or streamed as SSE; replayed from the semantic cache on a hit."""
-    return await answer_chat(services, principal, Job.from_chat(body), body, request.state.request_id,
-                             request=request, pin=pin, session=session)
+    request_id, prompt_version = request.state.request_id, None
+    if body.prompt is not None:
+        body, prompt_version = await with_prompt(services, await request.body(), body.prompt,
+                                                 key=body.user or session or request_id)
+    return await answer_chat(services, principal, Job.from_chat(body), body, request_id,
+                             request=request, pin=pin, session=session, prompt_version=prompt_version)
 
 
 async def answer_chat(services: Services, principal, job: Job, body: ChatCompletionRequest, request_id: str, *,
-                      request: Request | None = None, pin: str | None = None, session: str | None = None):
+                      request: Request | None = None, pin: str | None = None, session: str | None = None,
+                      prompt_version: str | None = None):
     """The whole chat pipeline for one request, HTTP or a Batch API line (`request` None: no client to
-    watch for a disconnect)."""
+    watch for a disconnect). `prompt_version` ("name:N"): the stored prompt it was built from."""
     run = await admit(services, principal, request_id, job, pin=pin, session=session)
+    run.prompt_version = prompt_version
     try:  # after admission: limits first, embedding second; only a plain single answer can be cached
         step = await consult(services, principal, body, run) if job.cacheable else CacheStep(
             CacheLookup("bypass", reason="parameters"))

@@ -36,3 +36,4 @@ class Usage(Base):
     status: Mapped[str] = mapped_column(String(16))
     kind: Mapped[str] = mapped_column(String(16), default="interactive", server_default="interactive")  # | "batch"
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+    prompt_version: Mapped[str | None] = mapped_column(String(120))  # "greeting:2" when a stored prompt served

@@ -25,6 +25,7 @@ from gateway.batch.output import LineResult
 from gateway.batch.runner import Paused
 from gateway.billing.ledger import LedgerFull
 from gateway.limits.errors import LimitError, QuotaExceeded
+from gateway.api.v1.prompted import with_prompt
 from gateway.schemas.openai import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from gateway.security.authenticator import InvalidKey, principal_by_key_id
 from gateway.security.principal import Principal
@@ -78,10 +79,12 @@ class LineExecutor:
             return principal_by_key_id(session, key_id)
 
     async def _chat(self, principal: Principal, raw: bytes, request_id: str) -> LineResult:
-        body = parse(ChatCompletionRequest, raw)
+        body, prompt_version = parse(ChatCompletionRequest, raw), None
+        if body.prompt is not None:
+            body, prompt_version = await with_prompt(self.svc, raw, body.prompt, key=body.user or request_id)
         job = Job.from_chat(body)
         job.as_batch_line(self.priority)
-        return _result(await answer_chat(self.svc, principal, job, body, request_id))
+        return _result(await answer_chat(self.svc, principal, job, body, request_id, prompt_version=prompt_version))
 
     async def _completion(self, principal: Principal, raw: bytes, request_id: str) -> LineResult:
         job = Job.from_completion(parse(CompletionRequest, raw))

@@ -43,6 +43,7 @@ class Run:
         self.produced = False
         self.cache_hit = False
         self.cache_status, self.cache_score = "bypass", None  # x-tollgate-cache[-score]
+        self.prompt_version: str | None = None  # "name:N": the stored prompt the request was built from
         self.ttft_s: float | None = None
         self._finished = False
         self._left = False  # the drain's count given back
@@ -143,7 +144,8 @@ class Run:
                     cache_hit=self.cache_hit, latency_ms=round(latency_s * 1000, 3),
                     engine_ms=None if self.engine_ms is None else round(self.engine_ms, 3),
                     ttft_ms=None if self.ttft_s is None else round(self.ttft_s * 1000, 3),
-                    status=status, created_at=datetime.now(UTC), kind=self.kind)
+                    status=status, created_at=datetime.now(UTC), kind=self.kind,
+                    prompt_version=self.prompt_version)
                 cost = svc.prices.cost(model, prompt_tokens=self.prompt_tokens,
                                        completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
                                        cache_hit=self.cache_hit, kind=self.kind)

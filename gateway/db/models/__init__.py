@@ -5,9 +5,10 @@ from gateway.db.models.batch_file import BatchFile
 from gateway.db.models.price import Price
 from gateway.db.models.replica_minute import ReplicaMinute
 from gateway.db.models.response import StoredResponse
+from gateway.db.models.route_rules import RouteRules
 from gateway.db.models.tenant import Tenant
 from gateway.db.models.usage import Usage
 from gateway.db.models.version_cost import VersionCost
 
-__all__ = ["ApiKey", "Batch", "BatchFile", "BatchLine", "Price", "ReplicaMinute", "StoredResponse", "Tenant", "Usage",
-           "VersionCost"]
+__all__ = ["ApiKey", "Batch", "BatchFile", "BatchLine", "Price", "ReplicaMinute", "RouteRules", "StoredResponse",
+           "Tenant", "Usage", "VersionCost"]

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gateway.api.errors import APIError, invalid_request, model_not_found, no_capacity, permission_denied
+from gateway.api.v1.pipeline.facts import facts_of, gather
 from gateway.api.v1.pipeline.job import Job
 from gateway.api.v1.pipeline.run import Run
 from gateway.limits.errors import LimitError, QuotaExceeded, RateLimited
 from gateway.routing.errors import RoutingError, UnknownModel
+from gateway.routing.rules import Facts
 from gateway.services import Services
 
 # Prompts above this many bytes are rendered and tokenized in a worker thread, not on the event loop.
@@ -31,15 +33,19 @@ class Route:
     pinned: bool  # the client named the version (x-tollgate-version or a version name)
     counting: str  # the loaded version whose tokenizer counts the prompt
     max_model_len: int
+    rule: str | None = None  # the routing rule that chose the versions, if one did
 
 
-def route(svc: Services, principal, request_id: str, job: Job, *, pin: str | None, session: str | None) -> Route:
-    """Which versions may serve the job; raises the client's error. In memory only: no I/O."""
+def route(svc: Services, principal, request_id: str, job: Job, *, pin: str | None, session: str | None,
+          facts: Facts | None = None) -> Route:
+    """Which versions may serve the job; raises the client's error. In memory only: no I/O. `facts` carry the
+    task class when the caller classified the request (gateway.api.v1.pipeline.facts.gather)."""
     if not svc.drain.accepting:
         raise no_capacity("The gateway is shutting down; retry on another instance.")
     svc.ledger.ensure_room()  # LedgerFull -> 503: the database is down and the usage spool is full
     try:
-        decision = svc.router.resolve(job.model, request_id=request_id, user=job.user or session, pin=pin)
+        decision = svc.router.resolve(job.model, request_id=request_id, user=job.user or session, pin=pin,
+                                      facts=facts if facts is not None else facts_of(svc, principal, job))
     except UnknownModel:
         raise model_not_found(job.model) from None
     except RoutingError as e:
@@ -52,7 +58,8 @@ def route(svc: Services, principal, request_id: str, job: Job, *, pin: str | Non
     counting = next((v for v in decision.candidates if v in loaded), None)
     if counting is None:
         raise no_capacity()
-    return Route(decision.model, decision.candidates, decision.pinned, counting, loaded[counting].max_model_len)
+    return Route(decision.model, decision.candidates, decision.pinned, counting, loaded[counting].max_model_len,
+                 decision.rule)
 
 
 async def admit(svc: Services, principal, request_id: str, job: Job, *, pin: str | None,
@@ -60,7 +67,8 @@ async def admit(svc: Services, principal, request_id: str, job: Job, *, pin: str
     """A run that holds its reservation and knows its exact prompt and max_tokens; the client's error
     otherwise (nothing billed, nothing held)."""
     started = time.perf_counter()
-    chosen = route(svc, principal, request_id, job, pin=pin, session=session)
+    facts = await gather(svc, principal, job, pin=pin)
+    chosen = route(svc, principal, request_id, job, pin=pin, session=session, facts=facts)
     bound = prompt_bound(svc, chosen.counting, job)
     counted: int | None = None
     try:
@@ -92,7 +100,8 @@ async def reserve(svc: Services, principal, request_id: str, job: Job, chosen: R
     est = prompt_tokens + min(job.max_tokens or svc.settings.default_max_tokens, chosen.max_model_len) * job.generated
     reservation = await reserve_tokens(svc, principal, est, min_tokens=prompt_tokens + 1 if job.stream else None)
     return Run(svc, principal, request_id, endpoint=job.endpoint, model=chosen.model, reservation=reservation,
-               started=started, job=job, candidates=chosen.candidates, pinned=chosen.pinned, kind=job.kind)
+               started=started, job=job, candidates=chosen.candidates, pinned=chosen.pinned, kind=job.kind,
+               rule=chosen.rule)
 
 
 async def reserve_tokens(svc: Services, principal, tokens: int, *, min_tokens: int | None = None):

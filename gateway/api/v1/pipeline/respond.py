@@ -59,6 +59,8 @@ def headers(run: Run) -> dict[str, str]:
     out = {**run.reservation.headers, "x-tollgate-model": run.served_as, "x-tollgate-cache": run.cache_status}
     if run.cache_score is not None:
         out["x-tollgate-cache-score"] = f"{run.cache_score:.4f}"
+    if run.rule is not None:
+        out["x-tollgate-route-rule"] = run.rule
     if run.job is not None and run.job.ignored:
         # Names are client text, a header value is printable ASCII: escape them ("ä" -> "%C3%A4").
         out["x-tollgate-ignored-fields"] = ",".join(quote(name, safe="") for name in run.job.ignored)[:1024]

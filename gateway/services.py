@@ -196,6 +196,10 @@ class Services:
             config = EmbedderConfig(dtype=settings.embedder_dtype)
             self.embedder = await asyncio.to_thread(Embedder, config)
         if classifier is not None:
+            from gateway.embedding.recent import RecentEmbeddings
+
+            # The classifier embeds a request's last user message just before the cache embeds the same text.
+            self.embedder = RecentEmbeddings(self.embedder)
             self.classifier = await asyncio.to_thread(_train_classifier, self.embedder, classifier)
         if settings.cache_enabled:
             from gateway.cache import CacheConfig, CacheMetrics, CacheRepository, SemanticCache, TenantCachePolicy

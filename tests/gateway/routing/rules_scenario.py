@@ -51,6 +51,7 @@ class Ask:
     task: str
     long: bool
     max_tokens: int
+    n: int = 0  # a ticket number that makes each text unique (no two requests share an embedding)
 
     @property
     def expected_rule(self) -> str | None:
@@ -64,14 +65,15 @@ class Ask:
         return "free-to-cheap" if self.plan == "free" else None
 
     def body(self) -> dict:
-        text = TEXTS[self.task] + (PADDING if self.long else "")
+        text = f"{TEXTS[self.task]} #{self.n}" + (PADDING if self.long else "")
         return {"model": ALIAS, "messages": [{"role": "user", "content": text}], "max_tokens": self.max_tokens}
 
 
 def workload(repeat: int = 2) -> list[Ask]:
     """Every mix of plan, task, prompt length and max_tokens, `repeat` times."""
-    return [Ask(plan, task, long, mt) for _ in range(repeat) for plan in ("free", "pro") for task in ("code", "chat")
-            for long in (False, True) for mt in (16, 256)]
+    mixes = [(plan, task, long, mt) for _ in range(repeat) for plan in ("free", "pro") for task in ("code", "chat")
+             for long in (False, True) for mt in (16, 256)]
+    return [Ask(*mix, n=n) for n, mix in enumerate(mixes)]
 
 
 @dataclass(slots=True)

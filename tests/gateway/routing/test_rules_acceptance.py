@@ -22,14 +22,44 @@ def test_each_rule_sends_its_share_and_the_saving_is_exact(tmp_path):
     assert out.embeddings == sum(not a.long for a in asks) == 16
 
     # The canned backend counts a prompt's words and answers min(64, max_tokens) tokens, whichever version serves:
-    # 6 requests to cheap, short chat prompts of 8 words: 4 with 16 answer tokens, 2 with 64.
-    cheap = [(8, min(ANSWER_TOKENS, a.max_tokens)) for a, rule in zip(asks, out.rules) if rule in to_cheap]
-    assert sorted(cheap) == [(8, 16)] * 4 + [(8, 64)] * 2
+    # 6 requests to cheap, short chat prompts of 9 words: 4 with 16 answer tokens, 2 with 64.
+    cheap = [(9, min(ANSWER_TOKENS, a.max_tokens)) for a, rule in zip(asks, out.rules) if rule in to_cheap]
+    assert sorted(cheap) == [(9, 16)] * 4 + [(9, 64)] * 2
     price = {"cheap": (Decimal("0.05"), Decimal("0.10")), "strong": (Decimal("0.50"), Decimal("1.50"))}
 
     def cost(model, p, c):
         return (p * price[model][0] + c * price[model][1]) / 1_000_000
 
     saved = sum(cost("strong", p, c) - cost("cheap", p, c) for p, c in cheap)
-    assert saved == Decimal("0.0002904") and out.saved == saved  # 4 x 26.0 + 2 x 93.2 micro-units
+    assert saved == Decimal("0.0002931") and out.saved == saved  # 4 x 26.45 + 2 x 93.65 micro-units
     assert out.all_strong - out.cost == saved and out.cost < out.all_strong
+
+
+def test_the_cache_reuses_the_classifiers_embedding(tmp_path):
+    import httpx
+
+    from gateway.catalogue import parse_catalogue
+    from gateway.main import create_app
+    from tests.gateway.conftest import gateway_settings
+    from tests.gateway.support import ADMIN_KEY, CannedBackend, LiveServer, make_tenant, migrate_and_seed
+
+    from .fakes import TopicEmbedder
+    from .rules_scenario import ALIAS, CATALOGUE, RULES, TEXTS, write_catalogue
+
+    path, url = write_catalogue(tmp_path), f"sqlite:///{tmp_path / 'tollgate.db'}"
+    migrate_and_seed(url, parse_catalogue(CATALOGUE))
+    _, key = make_tenant(url, plan="pro")
+    embedder = TopicEmbedder()
+    settings = gateway_settings(tmp_path, url, catalogue=path, embeddings_enabled=False, cache_enabled=True)
+    body = {"model": ALIAS, "messages": [{"role": "user", "content": TEXTS["code"]}], "max_tokens": 256,
+            "temperature": 0}
+    with LiveServer(create_app(settings, backend=CannedBackend(versions=[CHEAP, STRONG]), embedder=embedder)) as s, \
+            httpx.Client(base_url=s.url, timeout=30) as http:
+        http.put(f"/admin/routes/{ALIAS}/rules", json={"rules": RULES},
+                 headers={"Authorization": f"Bearer {ADMIN_KEY}"}).raise_for_status()
+        trained = len(embedder.calls)
+        r = http.post("/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"})
+        assert r.status_code == 200 and r.headers["x-tollgate-route-rule"] == "code-to-strong"
+        assert r.headers["x-tollgate-cache"] == "miss"
+    # Classified, looked up in the cache and stored there: one forward pass of the embedder for the three.
+    assert embedder.calls[trained:] == [TEXTS["code"]]

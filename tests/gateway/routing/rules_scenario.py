@@ -101,14 +101,15 @@ def write_catalogue(tmp: Path) -> Path:
     return path
 
 
-def run(tmp: Path, asks: list[Ask]) -> Outcome:
+def run(tmp: Path, asks: list[Ask], *, unavailable: set[str] | None = None) -> Outcome:
+    """`unavailable`: versions the backend refuses (VersionUnavailable), so their requests fall back."""
     path = write_catalogue(tmp)
     url = f"sqlite:///{tmp / 'tollgate.db'}"
     migrate_and_seed(url, parse_catalogue(CATALOGUE))
     tenants = {plan: make_tenant(url, plan=plan) for plan in ("free", "pro")}
     embedder = TopicEmbedder()
     settings = gateway_settings(tmp, url, catalogue=path, embeddings_enabled=False, cache_enabled=False)
-    backend = CannedBackend(tokens=ANSWER_TOKENS, versions=[CHEAP, STRONG])
+    backend = CannedBackend(tokens=ANSWER_TOKENS, versions=[CHEAP, STRONG], unavailable=unavailable)
     rules, served = [], []
     with LiveServer(create_app(settings, backend=backend, embedder=embedder)) as server, \
             httpx.Client(base_url=server.url, timeout=30) as http:

@@ -58,3 +58,19 @@ def test_the_real_embedder_on_the_shipped_file(embedder):
     assert clf.classify("Write a Rust function that parses a TOML config file.") == "code"
     assert clf.classify("What is a nice place for a picnic this weekend?") == "chat"
     assert clf.classify("Integrate sin(x)^2 from 0 to pi.") == "math"
+
+
+def test_the_catalogue_names_the_file_beside_itself(tmp_path):
+    from gateway.catalogue import CatalogueError, parse_catalogue
+    from gateway.routing.factory import classifier_config
+    from gateway.settings import Settings
+
+    from .conftest import raw_catalogue
+
+    raw = {**raw_catalogue(), "routing": {"classifier": {"file": "routing/tasks.jsonl", "threshold": 0.4}}}
+    settings = Settings(catalogue=tmp_path / "catalogue.yaml")
+    config = classifier_config(settings, parse_catalogue(raw))
+    assert (config.file, config.threshold) == (tmp_path / "routing" / "tasks.jsonl", 0.4)
+    assert classifier_config(settings, parse_catalogue(raw_catalogue())) is None
+    with pytest.raises(CatalogueError, match="routing.classifier.threshold"):
+        parse_catalogue({**raw, "routing": {"classifier": {"file": "x", "threshold": 2}}})

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from decimal import Decimal
 
-from .rules_scenario import ANSWER_TOKENS, CHEAP, STRONG, run, workload
+from .rules_scenario import ANSWER_TOKENS, CHEAP, STRONG, Ask, run, workload
 
 
 def test_each_rule_sends_its_share_and_the_saving_is_exact(tmp_path):
@@ -63,3 +63,11 @@ def test_the_cache_reuses_the_classifiers_embedding(tmp_path):
         assert r.headers["x-tollgate-cache"] == "miss"
     # Classified, looked up in the cache and stored there: one forward pass of the embedder for the three.
     assert embedder.calls[trained:] == [TEXTS["code"]]
+
+
+def test_a_rule_target_without_capacity_falls_back_as_before(tmp_path):
+    asks = [Ask("free", "chat", False, 16, n=0), Ask("pro", "code", False, 16, n=1)]
+    out = run(tmp_path, asks, unavailable={CHEAP})
+    # The rule still decided (and says so), but its cheap target refused: the alias' own choice served.
+    assert out.rules == ["small-to-cheap", "code-to-strong"] and out.served == [STRONG, STRONG]
+    assert out.saved == 0

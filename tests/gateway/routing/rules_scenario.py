@@ -19,7 +19,8 @@ from gateway.db.database import Database
 from gateway.main import create_app
 from tests.gateway.conftest import gateway_settings
 from tests.gateway.routing.fakes import TopicEmbedder
-from tests.gateway.support import ADMIN_KEY, CannedBackend, LiveServer, make_tenant, migrate_and_seed, usage_rows
+from tests.gateway.support import (ADMIN_KEY, METRICS, CannedBackend, LiveServer, make_tenant, migrate_and_seed,
+                                  usage_rows)
 
 CHEAP, STRONG = "cheap@v1", "strong@v1"
 ALIAS = "smart"
@@ -84,6 +85,7 @@ class Outcome:
     cost: Decimal  # billed, from the ledger
     all_strong: Decimal  # the same rows priced at the strong model
     embeddings: int  # task classifications the workload cost
+    metrics: str = ""  # the gateway's /metrics after the workload
 
     def shares(self) -> dict[str, float]:
         counts = Counter(r or "(alias split)" for r in self.rules)
@@ -124,6 +126,7 @@ def run(tmp: Path, asks: list[Ask], *, unavailable: set[str] | None = None) -> O
             rules.append(r.headers.get("x-tollgate-route-rule"))
             served.append(r.headers["x-tollgate-model"])
         embeddings = len(embedder.calls) - trained
+        metrics = http.get("/metrics", headers=METRICS).text
     rows = _all_rows(url, tenants, len(asks))
     db = Database(url)
     try:
@@ -133,7 +136,7 @@ def run(tmp: Path, asks: list[Ask], *, unavailable: set[str] | None = None) -> O
                           for r in rows), Decimal(0))
     finally:
         db.dispose()
-    return Outcome(asks, rules, served, sum((r.cost for r in rows), Decimal(0)), all_strong, embeddings)
+    return Outcome(asks, rules, served, sum((r.cost for r in rows), Decimal(0)), all_strong, embeddings, metrics)
 
 
 def _all_rows(url: str, tenants: dict, n: int) -> list:

@@ -18,6 +18,7 @@ def test_each_rule_sends_its_share_and_the_saving_is_exact(tmp_path):
                             "long-to-strong": 0.5, "small-to-cheap": 0.125}
     to_cheap = {"small-to-cheap", "free-to-cheap"}
     assert out.served == [CHEAP if rule in to_cheap else STRONG for rule in out.rules]
+    assert 'tollgate_route_rule_decisions_total{alias="smart",rule="code-to-strong"}' in out.metrics
     # Only short prompts reach the task rule (a long one is decided by the rule before it): one embedding each.
     assert out.embeddings == sum(not a.long for a in asks) == 16
 

@@ -1,6 +1,8 @@
 """GET/PUT /admin/routes/{alias}/rules: validated (400 naming the field), persisted and audited by the Router."""
 from __future__ import annotations
 
+import argparse
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -9,7 +11,9 @@ from fastapi.testclient import TestClient
 
 from gateway.api.admin.routes import router as admin_routes
 from gateway.api.errors import install_error_handlers
+from gateway.routing import cli
 from gateway.routing.router import Router
+from gateway.settings import Settings
 
 from .conftest import BF16, FP32
 
@@ -68,3 +72,27 @@ def test_unknown_alias_is_404_and_the_admin_key_is_required(client):
     assert client.put("/admin/routes/nope/rules", headers=AUTH, json={"rules": []}).status_code == 404
     assert client.put("/admin/routes/chat/rules", json={"rules": []}).status_code == 401
     assert client.get("/admin/routes/chat/rules").status_code == 401
+
+
+def run_cli(client, capsys, *argv) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["routes", "--admin-key", KEY, *argv])
+    rc = args.handler(args, Settings(), client=client)
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_cli(client, capsys, tmp_path):
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps(RULES[:1]))
+    rc, out, _ = run_cli(client, capsys, "rules", "chat", "--set", str(path))
+    assert rc == 0 and json.loads(out) == {**RULES[0], "target": {BF16: 100}}
+    rc, out, _ = run_cli(client, capsys, "rules", "chat")
+    assert rc == 0 and '"name": "free-small"' in out
+    path.write_text("{")
+    rc, _, err = run_cli(client, capsys, "rules", "chat", "--set", str(path))
+    assert rc == 2 and "not JSON" in err
+    path.write_text(json.dumps([{"name": "x", "target": "int8"}]))
+    rc, _, err = run_cli(client, capsys, "rules", "chat", "--set", str(path))
+    assert rc == 1 and "int8" in err

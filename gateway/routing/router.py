@@ -16,7 +16,7 @@ from gateway.db.errors import database_unavailable
 from gateway.routing import policy
 from gateway.routing.canary import CanaryMonitor, RollbackPolicy
 from gateway.routing.errors import RouteChangeError, RoutingError, UnknownModel, UnknownVersion
-from gateway.routing.metrics import ROLLBACKS, RULE_DECISIONS, VersionMetrics
+from gateway.routing.metrics import ROLLBACKS, VersionMetrics
 from gateway.routing.route import Route, make_route
 from gateway.routing.rule_spec import make_rules
 from gateway.routing.rules import Facts, Rule, first_match, needs_task
@@ -122,7 +122,6 @@ class Router:
         rest = sorted((v for v, w in rule.target.weights.items() if w > 0 and v != picked),
                       key=lambda v: (-rule.target.weights[v], v))
         ordered = list(dict.fromkeys([picked, *rest, *candidates]))
-        RULE_DECISIONS.labels(route.alias, rule.name).inc()
         return RouteDecision(route.alias, picked.partition("@")[0], ordered, rule=rule.name)
 
     def wants_task(self, model: str, facts: Facts) -> bool:

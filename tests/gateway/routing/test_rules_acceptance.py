@@ -36,7 +36,7 @@ def test_each_rule_sends_its_share_and_the_saving_is_exact(tmp_path):
     assert out.all_strong - out.cost == saved and out.cost < out.all_strong
 
 
-def test_the_cache_reuses_the_classifiers_embedding(tmp_path):
+def test_the_cache_reuses_the_classifiers_embedding_and_a_refused_request_costs_none(tmp_path):
     import httpx
 
     from gateway.catalogue import parse_catalogue
@@ -49,7 +49,7 @@ def test_the_cache_reuses_the_classifiers_embedding(tmp_path):
 
     path, url = write_catalogue(tmp_path), f"sqlite:///{tmp_path / 'tollgate.db'}"
     migrate_and_seed(url, parse_catalogue(CATALOGUE))
-    _, key = make_tenant(url, plan="pro")
+    _, key = make_tenant(url, plan="pro", rpm=1)
     embedder = TopicEmbedder()
     settings = gateway_settings(tmp_path, url, catalogue=path, embeddings_enabled=False, cache_enabled=True)
     body = {"model": ALIAS, "messages": [{"role": "user", "content": TEXTS["code"]}], "max_tokens": 256,
@@ -62,6 +62,9 @@ def test_the_cache_reuses_the_classifiers_embedding(tmp_path):
         r = http.post("/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"})
         assert r.status_code == 200 and r.headers["x-tollgate-route-rule"] == "code-to-strong"
         assert r.headers["x-tollgate-cache"] == "miss"
+        over = http.post("/v1/chat/completions", json={**body, "messages": [{"role": "user", "content": "python?"}]},
+                         headers={"Authorization": f"Bearer {key}"})
+        assert over.status_code == 429  # over its requests per minute: refused before any embedding
     # Classified, looked up in the cache and stored there: one forward pass of the embedder for the three.
     assert embedder.calls[trained:] == [TEXTS["code"]]
 

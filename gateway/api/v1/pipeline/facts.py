@@ -24,11 +24,10 @@ def task_text(job: Job) -> str:
     return users[-1] if users else job.messages[-1].get("content") or ""
 
 
-async def gather(svc: Services, principal, job: Job, *, pin: str | None) -> Facts:
-    """The facts, with the task class only when the alias' rules reach a task condition (one embedding, off
-    the event loop). A pinned request skips rules, so it never pays for one."""
-    facts = facts_of(svc, principal, job)
+async def with_task(svc: Services, job: Job, facts: Facts, *, pin: str | None) -> Facts | None:
+    """The facts with the request's task class when the alias' rules reach a task condition (one embedding, off
+    the event loop); None when they decide without it. A pinned request skips rules, so it never pays for one."""
     classifier = svc.classifier
     if pin is not None or classifier is None or not svc.router.wants_task(job.model, facts):
-        return facts
+        return None
     return replace(facts, task=await asyncio.to_thread(classifier.classify, task_text(job)))

@@ -109,10 +109,22 @@ class AliasSpec(_Strict):
         return v
 
 
+class ClassifierSpec(_Strict):
+    """The task classifier routing rules may use (gateway.routing.classifier)."""
+
+    file: str  # labelled JSON lines ({"text", "label"}); a relative path is read beside the catalogue
+    threshold: float = Field(0.3, ge=-1, le=1)  # below this cosine to the nearest centroid: class unknown
+
+
+class RoutingSpec(_Strict):
+    classifier: ClassifierSpec | None = None
+
+
 class Catalogue(_Strict):
     models: dict[str, ModelSpec]
     embeddings: dict[str, EmbeddingSpec] = Field(default_factory=dict)
     aliases: dict[str, AliasSpec] = Field(default_factory=dict)
+    routing: RoutingSpec = RoutingSpec()
 
     @model_validator(mode="after")
     def _references(self) -> "Catalogue":

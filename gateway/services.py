@@ -32,7 +32,7 @@ from gateway.limits.storage.memory import MemoryConfig, MemoryStorage
 from gateway.limits.storage.redis import RedisConfig, RedisStorage
 from gateway.observability.metrics import Metrics
 from gateway.prompts import PromptService
-from gateway.routing.factory import build_router
+from gateway.routing.factory import build_router, classifier_config
 from gateway.routing.router import Router
 from gateway.security.admin_key import ensure_admin_key
 from gateway.security.auth_throttle import AuthThrottle
@@ -105,6 +105,7 @@ class Services:
     salter: CacheSalter
     embedder: object | None = None  # gateway.embedding.embedder.Embedder, for /v1/embeddings and the cache
     cache: object | None = None  # gateway.cache.SemanticCache when settings.cache_enabled
+    classifier: object | None = None  # gateway.routing.classifier.TaskClassifier when the catalogue names one
     metrics_token: str = ""  # Bearer credential for /metrics (the admin key works too); "" admits no token
     events: EventBus = field(default_factory=LocalEventBus)  # changes to and from the other replicas
     auth_throttle: AuthThrottle = field(default_factory=AuthThrottle)  # bad keys per client address
@@ -190,14 +191,22 @@ class Services:
         await self.limiter.stop()
 
     async def _start_cache(self) -> None:
-        """Load the one embedder (/v1/embeddings and the cache share it), then the cache's entries."""
+        """Load the one embedder (/v1/embeddings, the cache and the routing rules' task classifier share it),
+        train the classifier, then load the cache's entries."""
         settings = self.settings
         wants_embeddings = settings.embeddings_enabled and bool(self.catalogue.embeddings)
-        if self.embedder is None and (wants_embeddings or settings.cache_enabled):
+        classifier = classifier_config(settings, self.catalogue)
+        if self.embedder is None and (wants_embeddings or settings.cache_enabled or classifier is not None):
             from gateway.embedding.embedder import Embedder, EmbedderConfig
 
             config = EmbedderConfig(dtype=settings.embedder_dtype)
             self.embedder = await asyncio.to_thread(Embedder, config)
+        if classifier is not None:
+            from gateway.embedding.recent import RecentEmbeddings
+
+            # The classifier embeds a request's last user message just before the cache embeds the same text.
+            self.embedder = RecentEmbeddings(self.embedder)
+            self.classifier = await asyncio.to_thread(_train_classifier, self.embedder, classifier)
         if settings.cache_enabled:
             from gateway.cache import CacheConfig, CacheMetrics, CacheRepository, SemanticCache, TenantCachePolicy
 
@@ -230,6 +239,13 @@ class Services:
     def model_of(self, version: str) -> str:
         """The priced model behind a version name ("smollm2-135m-instruct@fp32" -> its model)."""
         return version.partition("@")[0]
+
+
+def _train_classifier(embedder, config):
+    """The routing rules' task classifier: one embedding per labelled example, once at start-up."""
+    from gateway.routing.classifier import TaskClassifier, load_examples
+
+    return TaskClassifier.train(embedder, load_examples(config.file), config.threshold)
 
 
 def cache_savings(prices: PriceBook):

@@ -23,6 +23,11 @@ def limit(text: str) -> int | None:
     return None if text.lower() == "none" else int(text)
 
 
+def plan(text: str) -> str | None:
+    """A plan name, or "none" to clear it."""
+    return None if text.lower() == "none" else text
+
+
 def _flag(text: str) -> bool:
     if text.lower() not in ("true", "false"):
         raise argparse.ArgumentTypeError("expected true or false")
@@ -34,7 +39,7 @@ _TENANT_OPTIONS = [  # (flag, body field, type)
     ("--cache-enabled", "cache_enabled", _flag), ("--cache-allow-sampling", "cache_allow_sampling", _flag),
     ("--cache-threshold", "cache_threshold", float), ("--cache-ttl", "cache_ttl_s", limit),
     ("--cache-max-entries", "cache_max_entries", limit),
-    ("--priority", "priority", int), ("--share-weight", "share_weight", float),
+    ("--priority", "priority", int), ("--share-weight", "share_weight", float), ("--plan", "plan", plan),
 ]
 
 

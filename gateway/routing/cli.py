@@ -1,7 +1,8 @@
-"""`tollgate routes list|set|promote|rollback|audit`: the admin routes API from a terminal.
+"""`tollgate routes list|set|promote|rollback|rules|audit`: the admin routes API from a terminal.
 
     tollgate routes set chat stable=90 canary=10    # short version names or full model@version
     tollgate routes promote chat bf16
+    tollgate routes rules chat --set rules.json     # a JSON list of rules (README: Routing rules); [] clears
 """
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pr.add_argument("version")
     rb = sub.add_parser("rollback", help="canaries to 0, stable to 100")
     rb.add_argument("alias")
+    ru = sub.add_parser("rules", help="show an alias' routing rules, or replace them from a JSON file")
+    ru.add_argument("alias")
+    ru.add_argument("--set", dest="rules_file", metavar="FILE", help="a JSON list of rules; - reads stdin")
     au = sub.add_parser("audit", help="recent route changes")
     au.add_argument("--alias")
     au.add_argument("--limit", type=int, default=20)
@@ -63,11 +67,33 @@ def _request(args: argparse.Namespace) -> tuple[str, str, dict | None]:
         return "POST", f"/admin/routes/{args.alias}/promote", {"version": args.version}
     if a == "rollback":
         return "POST", f"/admin/routes/{args.alias}/rollback", None
+    if a == "rules":
+        if args.rules_file is None:
+            return "GET", f"/admin/routes/{args.alias}/rules", None
+        return "PUT", f"/admin/routes/{args.alias}/rules", {"rules": read_rules(args.rules_file)}
     params = f"?limit={args.limit}" + (f"&alias={args.alias}" if args.alias else "")
     return "GET", f"/admin/routes/audit{params}", None
 
 
+def read_rules(path: str) -> list:
+    """The rules in a JSON file (or stdin for "-"); ValueError saying what is wrong with it."""
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+        rules = json.loads(text)
+    except OSError as e:
+        raise ValueError(f"{path}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not JSON ({e.msg}, line {e.lineno})") from None
+    if not isinstance(rules, list):
+        raise ValueError(f"{path}: expected a JSON list of rules")
+    return rules
+
+
 def _show(data: dict) -> None:
+    if data.get("object") == "route.rules":
+        for rule in data["rules"]:
+            print(json.dumps(rule))
+        return
     rows = data.get("data") if data.get("object") == "list" else [data]
     for row in rows:
         if "weights" in row and "action" not in row:

@@ -17,6 +17,8 @@ LATENCY = Histogram("tollgate_version_latency_seconds", "Generation latency per 
                     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))
 ROLLBACKS = Counter("tollgate_route_auto_rollbacks", "Canaries taken out of rotation automatically",
                     ["alias", "version"])
+RULE_DECISIONS = Counter("tollgate_route_rule_decisions", "Admitted requests a routing rule sent to its target",
+                         ["alias", "rule"])
 
 
 class VersionMetrics:

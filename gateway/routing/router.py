@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from gateway.catalogue import Catalogue
@@ -18,6 +18,8 @@ from gateway.routing.canary import CanaryMonitor, RollbackPolicy
 from gateway.routing.errors import RouteChangeError, RoutingError, UnknownModel, UnknownVersion
 from gateway.routing.metrics import ROLLBACKS, VersionMetrics
 from gateway.routing.route import Route, make_route
+from gateway.routing.rule_spec import make_rules
+from gateway.routing.rules import Facts, Rule, first_match, needs_task
 from gateway.routing.store import AuditEntry, MemoryRouteStore, RouteStore
 
 log = logging.getLogger(__name__)
@@ -31,6 +33,7 @@ class RouteDecision:
     model: str  # the priced, public model of the chosen version
     candidates: list[str]  # versions to try in order: the chosen one, then the fallbacks
     pinned: bool = False
+    rule: str | None = None  # the routing rule that decided, if one did
 
     @property
     def version(self) -> str:
@@ -39,8 +42,10 @@ class RouteDecision:
 
 class Router:
     def __init__(self, catalogue: Catalogue, *, store: RouteStore | None = None,
-                 rollback: RollbackPolicy | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 rollback: RollbackPolicy | None = None, clock: Callable[[], float] = time.monotonic,
+                 task_labels: Iterable[str] = ()) -> None:
         self._versions = set(catalogue.version_names())
+        self.task_labels = frozenset(task_labels)  # the task classifier's classes: what rules may name
         self._store = store if store is not None else MemoryRouteStore()
         self._monitor = CanaryMonitor(rollback or RollbackPolicy())
         self.metrics = VersionMetrics(self._monitor.policy.window_s, clock)
@@ -51,6 +56,7 @@ class Router:
         self._defaults = {a: make_route(a, s.weights, s.fallbacks, s.stable_version,
                                         versions=self._versions, names=self._names) for a, s in specs.items()}
         self._routes: Mapping[str, Route] = {**self._defaults, **self._valid_overrides()}
+        self._rules: Mapping[str, tuple[Rule, ...]] = self._valid_rules(self._routes)
 
     def _valid_overrides(self) -> dict[str, Route]:
         """Persisted overrides that still fit the catalogue; one naming a removed version
@@ -67,6 +73,23 @@ class Router:
                 log.warning("route override for %r ignored (catalogue default serves): %s", alias, e)
         return out
 
+    def _valid_rules(self, routes: Mapping[str, Route]) -> dict[str, tuple[Rule, ...]]:
+        """Persisted rules that still fit the catalogue and the classifier; others are reported and ignored
+        (the alias' split serves every request) rather than failing start-up."""
+        out = {}
+        for alias, raw in self._store.load_rules().items():
+            if alias not in routes:
+                log.warning("routing rules for %r ignored: the catalogue has no such alias", alias)
+                continue
+            try:
+                rules = make_rules(routes[alias], raw, versions=self._versions, tasks=self.task_labels)
+            except RouteChangeError as e:
+                log.warning("routing rules for %r ignored (its split serves every request): %s", alias, e)
+                continue
+            if rules:
+                out[alias] = rules
+        return out
+
     # -- reads ---------------------------------------------------------------------------
 
     def names(self) -> list[str]:
@@ -74,21 +97,43 @@ class Router:
         return sorted(self._routes)
 
     def resolve(self, model: str, *, request_id: str, user: str | None = None,
-                pin: str | None = None) -> RouteDecision:
+                pin: str | None = None, facts: Facts | None = None) -> RouteDecision:
         """The versions to try for a request. `user` (or a session id) keeps a caller on one
-        version; without it the request id decides. `pin` is the x-tollgate-version header."""
+        version; without it the request id decides. `pin` is the x-tollgate-version header, which
+        bypasses routing rules; `facts` (None: no rule is evaluated) let the alias' rules decide."""
         routes = self._routes
         route = routes.get(model)
         if route is None:
             if model in self._versions and pin is None:
                 return RouteDecision(model, model.partition("@")[0], [model], pinned=True)
             raise UnknownModel(model)
+        key = user or request_id
         if pin is not None:
             chosen = policy.pinned(route, pin)
         else:
-            chosen = policy.pick(route, policy.bucket(route.alias, user or request_id))
+            chosen = policy.pick(route, policy.bucket(route.alias, key))
         candidates = policy.chain(chosen, route, routes, self._versions)
-        return RouteDecision(route.alias, chosen.partition("@")[0], candidates, pinned=pin is not None)
+        rule = None if pin is not None or facts is None else first_match(self._rules.get(route.alias, ()), facts)
+        if rule is None:
+            return RouteDecision(route.alias, chosen.partition("@")[0], candidates, pinned=pin is not None)
+        # The rule's pick first; should it have no capacity, the rest of its split, then wherever the
+        # alias would have sent the request without the rule, with the alias' fallbacks.
+        picked = policy.pick(rule.target, policy.bucket(f"{route.alias}\x00{rule.name}", key))
+        rest = sorted((v for v, w in rule.target.weights.items() if w > 0 and v != picked),
+                      key=lambda v: (-rule.target.weights[v], v))
+        ordered = list(dict.fromkeys([picked, *rest, *candidates]))
+        return RouteDecision(route.alias, picked.partition("@")[0], ordered, rule=rule.name)
+
+    def wants_task(self, model: str, facts: Facts) -> bool:
+        """Whether the alias' rules need the request's task class to decide (so an embedding is worth it)."""
+        route = self._routes.get(model)
+        return route is not None and needs_task(self._rules.get(route.alias, ()), facts)
+
+    def rules(self, alias: str) -> list[dict]:
+        """An alias' routing rules in their JSON form, in evaluation order."""
+        if alias not in self._routes:
+            raise UnknownModel(alias)
+        return [r.to_dict() for r in self._rules.get(alias, ())]
 
     def route(self, alias: str) -> dict:
         route = self._routes.get(alias)
@@ -156,6 +201,24 @@ class Router:
         return self._view(self._change(alias, policy.rolled_back, actor=actor, action="rollback",
                                        request_id=request_id))
 
+    def set_rules(self, alias: str, raw: object, actor: str = "operator", *,
+                  request_id: str | None = None) -> list[dict]:
+        """Replace an alias' rules (an empty list removes them); validated in full before anything changes."""
+        if not isinstance(actor, str) or not actor:
+            raise RoutingError("actor must be a non-empty string", param="actor")
+        with self._lock:
+            route = self._routes.get(alias)
+            if route is None:
+                raise UnknownModel(alias)
+            new = make_rules(route, raw, versions=self._versions, tasks=self.task_labels)
+            before = [r.to_dict() for r in self._rules.get(alias, ())]
+            after = [r.to_dict() for r in new]
+            self._store.save_rules(alias, after, AuditEntry(actor, "rules", alias, {"rules": before},
+                                                            {"rules": after}, request_id=request_id))
+            self._rules = {**{a: r for a, r in self._rules.items() if a != alias}, **({alias: new} if new else {})}
+        self._notify(alias)
+        return after
+
     def _full_name(self, route: Route, name: str) -> str:
         return (policy.match_version(name, route.weights) or policy.match_version(name, self._versions)
                 or name)
@@ -218,5 +281,8 @@ class Router:
             aliases = list(self._defaults) if alias is None else [alias]
             fresh = {a: overrides.get(a, self._defaults[a]) for a in aliases if a in self._defaults}
             self._routes = {**before, **fresh}
+            rules = self._valid_rules(self._routes)
+            self._rules = {**{a: r for a, r in self._rules.items() if a not in fresh},
+                           **{a: r for a, r in rules.items() if a in fresh}}
         for a, route in fresh.items():
             self._reset_rejoined(before.get(a), route)

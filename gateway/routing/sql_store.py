@@ -1,4 +1,4 @@
-"""Route overrides and audit entries in the gateway's database (tables from migrations 0002 and 0008)."""
+"""Route overrides, routing rules and audit entries in the gateway's database (migrations 0002, 0008, 0014)."""
 from __future__ import annotations
 
 from sqlalchemy import select
@@ -6,13 +6,14 @@ from sqlalchemy import select
 from gateway.audit.record import Change, Target
 from gateway.audit.writer import append
 from gateway.db.database import Database
+from gateway.db.models.route_rules import RouteRules
 from gateway.routing.route import Route
 from gateway.routing.store import AuditEntry
 from gateway.routing.tables import RouteAudit, RouteOverride
 
 # The route log's actions, as the general audit log (gateway.audit) names them.
 AUDIT_ACTIONS = {"set": "route.update", "promote": "route.promote", "rollback": "route.rollback",
-                 "auto-rollback": "route.auto_rollback"}
+                 "auto-rollback": "route.auto_rollback", "rules": "route.set_rules"}
 
 
 def audit_change(entry: AuditEntry) -> Change:
@@ -39,10 +40,27 @@ class SqlRouteStore:
                 s.add(row)
             row.weights, row.fallbacks, row.stable = dict(route.weights), list(route.fallbacks), route.stable
             row.updated_at, row.updated_by = entry.at, entry.actor
-            s.add(RouteAudit(at=entry.at, actor=entry.actor, action=entry.action, alias=entry.alias,
-                             before=entry.before, after=entry.after, reason=entry.reason))
-            s.flush()  # the audit append last: the chain head stays locked only until the commit
-            append(s, audit_change(entry))
+            self._log(s, entry)
+
+    @staticmethod
+    def _log(s, entry: AuditEntry) -> None:
+        s.add(RouteAudit(at=entry.at, actor=entry.actor, action=entry.action, alias=entry.alias,
+                         before=entry.before, after=entry.after, reason=entry.reason))
+        s.flush()  # the audit append last: the chain head stays locked only until the commit
+        append(s, audit_change(entry))
+
+    def load_rules(self) -> dict[str, list[dict]]:
+        with self._db.session() as s:
+            return {r.alias: list(r.rules) for r in s.scalars(select(RouteRules)).all()}
+
+    def save_rules(self, alias: str, rules: list[dict], entry: AuditEntry) -> None:
+        with self._db.session() as s, s.begin():
+            row = s.get(RouteRules, alias)
+            if row is None:
+                row = RouteRules(alias=alias)
+                s.add(row)
+            row.rules, row.updated_at, row.updated_by = list(rules), entry.at, entry.actor
+            self._log(s, entry)
 
     def audit(self, *, alias: str | None = None, limit: int = 100) -> list[AuditEntry]:
         q = select(RouteAudit).order_by(RouteAudit.id.desc()).limit(limit)

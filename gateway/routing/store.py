@@ -11,7 +11,7 @@ from gateway.routing.route import Route
 @dataclass(frozen=True, slots=True)
 class AuditEntry:
     actor: str  # an operator, or "auto-rollback"
-    action: str  # "set" | "promote" | "rollback" | "auto-rollback"
+    action: str  # "set" | "promote" | "rollback" | "auto-rollback" | "rules"
     alias: str
     before: dict | None
     after: dict
@@ -38,6 +38,14 @@ class RouteStore(Protocol):
         """The newest entries first."""
         ...
 
+    def load_rules(self) -> dict[str, list[dict]]:
+        """Every alias' persisted routing rules (their JSON form, gateway.routing.rule_spec)."""
+        ...
+
+    def save_rules(self, alias: str, rules: list[dict], entry: AuditEntry) -> None:
+        """Replace an alias' rules and append the audit entry, all or none (as `save`)."""
+        ...
+
 
 class MemoryRouteStore:
     """For tests and for a gateway run without a database."""
@@ -45,6 +53,7 @@ class MemoryRouteStore:
     def __init__(self) -> None:
         self._routes: dict[str, Route] = {}
         self._audit: list[AuditEntry] = []
+        self._rules: dict[str, list[dict]] = {}
 
     def load_routes(self) -> dict[str, Route]:
         return dict(self._routes)
@@ -56,3 +65,10 @@ class MemoryRouteStore:
     def audit(self, *, alias: str | None = None, limit: int = 100) -> list[AuditEntry]:
         rows = [e for e in reversed(self._audit) if alias is None or e.alias == alias]
         return rows[:limit]
+
+    def load_rules(self) -> dict[str, list[dict]]:
+        return {a: list(r) for a, r in self._rules.items()}
+
+    def save_rules(self, alias: str, rules: list[dict], entry: AuditEntry) -> None:
+        self._rules[alias] = list(rules)
+        self._audit.append(entry)

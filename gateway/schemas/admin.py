@@ -50,6 +50,8 @@ class SchedulingPlan(_Body):
     # Lower runs earlier in the engines' queues; a request may ask for a higher number, never a lower one.
     priority: Annotated[int, Field(ge=-1000, le=1000)] | None = None
     share_weight: Annotated[float, Field(gt=0, le=1000)] | None = None  # fair share relative to other tenants
+    # The commercial plan ("free", "pro"...), which routing rules may match on; null: none.
+    plan: Annotated[str, Field(min_length=1, max_length=64)] | None = None
 
 
 class TenantCreate(CacheSettings, SchedulingPlan):
@@ -96,6 +98,7 @@ class TenantOut(BaseModel):
     cache_max_entries: int | None
     priority: int
     share_weight: float
+    plan: str | None = None
     created_at: datetime
 
 

@@ -182,7 +182,7 @@ def principal_of(api_key, tenant) -> Principal:
         key_rpm=api_key.rpm, key_tpm=api_key.tpm, cache_enabled=tenant.cache_enabled,
         cache_allow_sampling=tenant.cache_allow_sampling, cache_threshold=tenant.cache_threshold,
         cache_ttl_s=tenant.cache_ttl_s, cache_max_entries=tenant.cache_max_entries,
-        priority=tenant.priority, share_weight=tenant.share_weight)
+        priority=tenant.priority, share_weight=tenant.share_weight, plan=tenant.plan)
 
 
 def principal_by_key_id(session, key_id: str) -> Principal:

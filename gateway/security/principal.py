@@ -25,6 +25,7 @@ class Principal:
     # The tenant's scheduling plan in the engines' queues (lower priority runs earlier; fair-share weight).
     priority: int = 0
     share_weight: float = 1.0
+    plan: str | None = None  # the tenant's commercial plan, which routing rules may match on
 
 
 def key_allows_model(principal: Principal, model: str) -> bool:

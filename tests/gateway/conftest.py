@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from gateway.settings import Settings
 from tests.gateway.support import ADMIN_KEY, METRICS_TOKEN
 
@@ -15,3 +17,11 @@ def gateway_settings(tmp, db_url: str, **extra) -> Settings:
     extra.setdefault("metrics_token", METRICS_TOKEN)
     return Settings(DATABASE_URL=db_url, REDIS_URL=extra.pop("redis_url", ""), data_dir=tmp,
                     admin_key=ADMIN_KEY, backend="inprocess", log_level="WARNING", **extra)
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The real MiniLM sentence embedder, loaded once per session (the cache and routing tests share it)."""
+    from gateway.embedding import Embedder, EmbedderConfig
+
+    return Embedder(EmbedderConfig())

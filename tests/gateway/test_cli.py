@@ -67,6 +67,8 @@ def test_the_whole_admin_flow(capsys, gateway_url, tmp_path):
     assert [t["name"] for t in admin(capsys, gateway_url, "tenants", "list")["data"]] == ["acme"]
     updated = admin(capsys, gateway_url, "tenants", "update", tid, "--rpm", "none", "--status", "disabled")
     assert (updated["rpm"], updated["status"], updated["monthly_token_budget"]) == (None, "disabled", 1000)
+    assert admin(capsys, gateway_url, "tenants", "update", tid, "--plan", "pro")["plan"] == "pro"
+    assert admin(capsys, gateway_url, "tenants", "update", tid, "--plan", "none")["plan"] is None
 
     key = admin(capsys, gateway_url, "keys", "create", tid, "--model", "chat", "--tpm", "99")
     assert key["key"].startswith("tg-") and key["models"] == ["chat"]

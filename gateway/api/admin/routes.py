@@ -31,6 +31,12 @@ class RouteUpdate(BaseModel):
     stable: str | None = None
 
 
+class RulesUpdate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    # Checked by the Router (gateway.routing.rule_spec) so its errors name rules.<i>.<field>.
+    rules: list[Any]
+
+
 class Promotion(BaseModel):
     model_config = ConfigDict(extra="forbid")
     version: str
@@ -73,6 +79,23 @@ def set_route(alias: str, body: RouteUpdate, auditor: AuditorDep, routes: Router
     """Replace an alias' weights (sum 100) and optionally its fallbacks."""
     return _apply(routes.set_weights, alias, body.weights, body.fallbacks, auditor.actor, stable=body.stable,
                   request_id=auditor.request_id)
+
+
+def _rules_view(routes: Router, alias: str, rules: list[dict]) -> dict:
+    return {"object": "route.rules", "alias": alias, "rules": rules, "task_classes": sorted(routes.task_labels)}
+
+
+@router.get("/{alias}/rules")
+def get_rules(alias: str, _: AdminDep, routes: RouterDep) -> dict:
+    """An alias' routing rules, in evaluation order (first match wins)."""
+    return _rules_view(routes, alias, _apply(routes.rules, alias))
+
+
+@router.put("/{alias}/rules")
+def set_rules(alias: str, body: RulesUpdate, auditor: AuditorDep, routes: RouterDep) -> dict:
+    """Replace an alias' routing rules (an empty list removes them); on every replica."""
+    return _rules_view(routes, alias, _apply(routes.set_rules, alias, body.rules, auditor.actor,
+                                             request_id=auditor.request_id))
 
 
 @router.post("/{alias}/promote")

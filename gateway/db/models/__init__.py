@@ -7,9 +7,10 @@ from gateway.db.models.prompt import Prompt, PromptVersionRow
 from gateway.db.models.prompt_label import PromptLabel, PromptLabelMove
 from gateway.db.models.replica_minute import ReplicaMinute
 from gateway.db.models.response import StoredResponse
+from gateway.db.models.route_rules import RouteRules
 from gateway.db.models.tenant import Tenant
 from gateway.db.models.usage import Usage
 from gateway.db.models.version_cost import VersionCost
 
-__all__ = ["ApiKey", "Batch", "BatchFile", "BatchLine", "Price", "Prompt", "PromptLabel", "PromptLabelMove", "PromptVersionRow", "ReplicaMinute", "StoredResponse", "Tenant", "Usage",
-           "VersionCost"]
+__all__ = ["ApiKey", "Batch", "BatchFile", "BatchLine", "Price", "Prompt", "PromptLabel", "PromptLabelMove",
+           "PromptVersionRow", "ReplicaMinute", "RouteRules", "StoredResponse", "Tenant", "Usage", "VersionCost"]

@@ -35,4 +35,6 @@ class Tenant(Base):
     # replica relative to others (2.0: twice a tenant of 1.0).
     priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     share_weight: Mapped[float] = mapped_column(Float, default=1.0, server_default="1")
+    # The tenant's commercial plan ("free", "pro"...): routing rules may send plans to different versions.
+    plan: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

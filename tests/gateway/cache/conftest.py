@@ -1,12 +1,8 @@
 import pytest
 
 from gateway.cache import CacheConfig, CacheRequest, SemanticCache, TenantCachePolicy
-from gateway.embedding import Embedder, EmbedderConfig
 
-
-@pytest.fixture(scope="session")
-def embedder() -> Embedder:
-    return Embedder(EmbedderConfig())
+# `embedder` (the real MiniLM, once per session) lives in tests/gateway/conftest.py: the routing tests share it.
 
 
 class Clock:

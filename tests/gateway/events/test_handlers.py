@@ -63,6 +63,16 @@ async def test_a_route_change_is_reloaded_from_the_store(replicas):
     assert b.route("chat")["weights"] == {FP32: 50, BF16: 50}
 
 
+async def test_routing_rules_travel_as_a_route_change(replicas):
+    a, b = replicas
+    told: list[str] = []
+    a.listen(told.append)
+    a.set_rules("chat", [{"name": "all-bf16", "target": "bf16"}])
+    assert told == ["chat"] and b.rules("chat") == []
+    await ReplicaHandlers(b, FakeAuthenticator()).apply(RouteChanged("chat"))
+    assert b.rules("chat") == a.rules("chat") and b.rules("chat")[0]["target"] == {BF16: 100}
+
+
 async def test_an_automatic_rollback_is_announced_and_applied(replicas):
     a, b = replicas
     told: list[str] = []

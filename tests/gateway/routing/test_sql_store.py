@@ -7,6 +7,7 @@ from gateway.audit.table import AuditChainHead, AuditLogRow
 from gateway.audit.verify import verify
 from gateway.db.base import Base
 from gateway.db.database import Database
+from gateway.db.models.route_rules import RouteRules
 from gateway.routing.router import Router
 from gateway.routing.sql_store import SqlRouteStore
 from gateway.routing.tables import RouteAudit, RouteOverride
@@ -17,7 +18,7 @@ from .conftest import BF16, FP32
 @pytest.fixture
 def db(tmp_path):
     db = Database(f"sqlite:///{tmp_path / 'routes.db'}")
-    Base.metadata.create_all(db.engine, tables=[RouteOverride.__table__, RouteAudit.__table__,
+    Base.metadata.create_all(db.engine, tables=[RouteOverride.__table__, RouteAudit.__table__, RouteRules.__table__,
                                                 AuditLogRow.__table__, AuditChainHead.__table__])
     yield db
     db.dispose()

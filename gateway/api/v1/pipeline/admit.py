@@ -1,4 +1,5 @@
-"""Admission, cheapest checks first: route -> bound the prompt -> reserve -> count it exactly -> validate.
+"""Admission, cheapest checks first: route -> bound the prompt -> reserve -> classify and route again (only
+when the alias' routing rules need a task class) -> count it exactly -> validate.
 
 The rate limits and the budget are charged before anything costly: the reservation takes an upper bound
 of the prompt's tokens that needs no tokenizer (a token covers at least one byte of the rendered text, so
@@ -14,10 +15,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from gateway.api.errors import APIError, invalid_request, model_not_found, no_capacity, permission_denied
+from gateway.api.v1.pipeline.facts import facts_of, with_task
 from gateway.api.v1.pipeline.job import Job
 from gateway.api.v1.pipeline.run import Run
 from gateway.limits.errors import LimitError, QuotaExceeded, RateLimited
 from gateway.routing.errors import RoutingError, UnknownModel
+from gateway.routing.metrics import RULE_DECISIONS
+from gateway.routing.rules import Facts
 from gateway.services import Services
 
 # Prompts above this many bytes are rendered and tokenized in a worker thread, not on the event loop.
@@ -31,15 +35,20 @@ class Route:
     pinned: bool  # the client named the version (x-tollgate-version or a version name)
     counting: str  # the loaded version whose tokenizer counts the prompt
     max_model_len: int
+    rule: str | None = None  # the routing rule that chose the versions, if one did
+    alias: str | None = None  # the route's name (the rule's alias)
 
 
-def route(svc: Services, principal, request_id: str, job: Job, *, pin: str | None, session: str | None) -> Route:
-    """Which versions may serve the job; raises the client's error. In memory only: no I/O."""
+def route(svc: Services, principal, request_id: str, job: Job, *, pin: str | None, session: str | None,
+          facts: Facts | None = None) -> Route:
+    """Which versions may serve the job; raises the client's error. In memory only: no I/O. `facts` (default:
+    without a task class) are what the alias' routing rules see."""
     if not svc.drain.accepting:
         raise no_capacity("The gateway is shutting down; retry on another instance.")
     svc.ledger.ensure_room()  # LedgerFull -> 503: the database is down and the usage spool is full
     try:
-        decision = svc.router.resolve(job.model, request_id=request_id, user=job.user or session, pin=pin)
+        decision = svc.router.resolve(job.model, request_id=request_id, user=job.user or session, pin=pin,
+                                      facts=facts if facts is not None else facts_of(svc, principal, job))
     except UnknownModel:
         raise model_not_found(job.model) from None
     except RoutingError as e:
@@ -52,7 +61,8 @@ def route(svc: Services, principal, request_id: str, job: Job, *, pin: str | Non
     counting = next((v for v in decision.candidates if v in loaded), None)
     if counting is None:
         raise no_capacity()
-    return Route(decision.model, decision.candidates, decision.pinned, counting, loaded[counting].max_model_len)
+    return Route(decision.model, decision.candidates, decision.pinned, counting, loaded[counting].max_model_len,
+                 decision.rule, decision.alias)
 
 
 async def admit(svc: Services, principal, request_id: str, job: Job, *, pin: str | None,
@@ -60,7 +70,8 @@ async def admit(svc: Services, principal, request_id: str, job: Job, *, pin: str
     """A run that holds its reservation and knows its exact prompt and max_tokens; the client's error
     otherwise (nothing billed, nothing held)."""
     started = time.perf_counter()
-    chosen = route(svc, principal, request_id, job, pin=pin, session=session)
+    facts = facts_of(svc, principal, job)
+    chosen = route(svc, principal, request_id, job, pin=pin, session=session, facts=facts)
     bound = prompt_bound(svc, chosen.counting, job)
     counted: int | None = None
     try:
@@ -74,6 +85,14 @@ async def admit(svc: Services, principal, request_id: str, job: Job, *, pin: str
             raise
         run = await reserve(svc, principal, request_id, job, chosen, counted, started)
     try:
+        # Classified only once admitted: a request over its tenant's limits costs no embedding.
+        classified = await with_task(svc, job, facts, pin=pin)
+        if classified is not None:
+            again = route(svc, principal, request_id, job, pin=pin, session=session, facts=classified)
+            if again.counting != chosen.counting:
+                counted = None  # another tokenizer may count it differently
+            run.model, run.candidates, run.rule = again.model, list(again.candidates), again.rule
+            chosen = again
         run.prompt_tokens = counted if counted is not None else await count_prompt(svc, chosen.counting, job)
         run.max_tokens = max_tokens(job, run.prompt_tokens, chosen.max_model_len, svc.settings.default_max_tokens)
         # Hold only the real worst case from here on: concurrent requests of the tenant see the true room.
@@ -81,6 +100,8 @@ async def admit(svc: Services, principal, request_id: str, job: Job, *, pin: str
     except BaseException as e:
         run.finish("refused" if isinstance(e, APIError) else "aborted")  # nothing produced: all goes back
         raise
+    if chosen.rule is not None:
+        RULE_DECISIONS.labels(chosen.alias, chosen.rule).inc()
     return run
 
 
@@ -92,7 +113,8 @@ async def reserve(svc: Services, principal, request_id: str, job: Job, chosen: R
     est = prompt_tokens + min(job.max_tokens or svc.settings.default_max_tokens, chosen.max_model_len) * job.generated
     reservation = await reserve_tokens(svc, principal, est, min_tokens=prompt_tokens + 1 if job.stream else None)
     return Run(svc, principal, request_id, endpoint=job.endpoint, model=chosen.model, reservation=reservation,
-               started=started, job=job, candidates=chosen.candidates, pinned=chosen.pinned, kind=job.kind)
+               started=started, job=job, candidates=chosen.candidates, pinned=chosen.pinned, kind=job.kind,
+               rule=chosen.rule)
 
 
 async def reserve_tokens(svc: Services, principal, tokens: int, *, min_tokens: int | None = None):

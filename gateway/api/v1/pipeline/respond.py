@@ -61,6 +61,8 @@ def headers(run: Run) -> dict[str, str]:
         out["x-tollgate-cache-score"] = f"{run.cache_score:.4f}"
     if run.prompt_version is not None:
         out["x-tollgate-prompt-version"] = run.prompt_version
+    if run.rule is not None:
+        out["x-tollgate-route-rule"] = run.rule
     if run.job is not None and run.job.ignored:
         # Names are client text, a header value is printable ASCII: escape them ("ä" -> "%C3%A4").
         out["x-tollgate-ignored-fields"] = ",".join(quote(name, safe="") for name in run.job.ignored)[:1024]

@@ -25,11 +25,13 @@ class Run:
 
     def __init__(self, services: Services, principal, request_id: str, *, endpoint: str, model: str,
                  reservation: Reservation, started: float, job: Job | None = None,
-                 candidates: list[str] = (), pinned: bool = False, kind: str = "interactive") -> None:
+                 candidates: list[str] = (), pinned: bool = False, kind: str = "interactive",
+                 rule: str | None = None) -> None:
         self.svc, self.principal, self.request_id = services, principal, request_id
         self.kind = kind  # "interactive" | "batch": how the ledger row is costed
         self.endpoint, self.model, self.job = endpoint, model, job
         self.candidates, self.pinned = list(candidates), pinned
+        self.rule = rule  # the routing rule that chose the versions (x-tollgate-route-rule)
         self.reservation, self.started = reservation, started
         # A batch line may wait long in the engines behind interactive work (it runs only in idle steps).
         self.deadline = started + (services.settings.batch_line_timeout_s if kind == "batch"

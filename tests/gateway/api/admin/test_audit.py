@@ -144,3 +144,24 @@ async def test_bad_parameters_are_400(http, query, param):
 async def test_the_admin_key_is_required(http):
     assert_openai_error(await http.get("/admin/audit"), 401, code="invalid_api_key")
     assert_openai_error(await http.get("/admin/audit", headers={"Authorization": "Bearer tg-nope"}), 401)
+
+
+async def test_tenant_plans_and_route_rules_are_audited(http, database):
+    t = (await http.post("/admin/tenants", headers=ADMIN, json={"name": "planned", "plan": "free"})).json()
+    row = await _one_new_row(http, 0)
+    assert row["action"] == "tenant.create" and row["after"]["plan"] == "free"
+    await http.patch(f"/admin/tenants/{t['id']}", headers=ADMIN, json={"plan": "pro"})
+    row = await _one_new_row(http, 1)
+    assert (row["before"]["plan"], row["after"]["plan"]) == ("free", "pro")
+
+    rules = [{"name": "free-to-bf16", "when": {"plan": ["free"]}, "target": "bf16"}]
+    r = await http.put("/admin/routes/chat/rules", headers=ADMIN, json={"rules": rules})
+    assert r.status_code == 200, r.text
+    row = await _one_new_row(http, 2)
+    assert (row["action"], row["target"]) == ("route.set_rules", {"type": "route", "id": "chat"})
+    assert row["before"] == {"rules": []} and row["after"]["rules"][0]["target"] == {f"{MODEL}@bf16": 100}
+    bad = await http.put("/admin/routes/chat/rules", headers=ADMIN, json={"rules": [{"name": "x", "target": "int8"}]})
+    assert_openai_error(bad, 400, param="rules.0.target")
+    assert len(await _log(http)) == 3  # a refused change writes nothing
+    with database.session() as s:
+        assert verify(s).ok

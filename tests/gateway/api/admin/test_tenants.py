@@ -123,3 +123,16 @@ async def test_a_scheduling_plan_is_set_and_changed(admin_http):
     assert (plain["priority"], plain["share_weight"]) == (0, 1.0)
     r = await admin_http.patch(f"/admin/tenants/{t['id']}", headers=ADMIN, json={"priority": -2})
     assert r.json()["priority"] == -2 and r.json()["share_weight"] == 0.5
+
+
+async def test_a_plan_is_set_changed_and_cleared(admin_http):
+    r = await admin_http.post("/admin/tenants", headers=ADMIN, json={"name": "planned", "plan": "free"})
+    t = r.json()
+    assert r.status_code == 201 and t["plan"] == "free"
+    assert (await admin_http.post("/admin/tenants", headers=ADMIN, json={"name": "no-plan"})).json()["plan"] is None
+    r = await admin_http.patch(f"/admin/tenants/{t['id']}", headers=ADMIN, json={"plan": "pro"})
+    assert r.json()["plan"] == "pro"
+    r = await admin_http.patch(f"/admin/tenants/{t['id']}", headers=ADMIN, json={"plan": None})
+    assert r.status_code == 200 and r.json()["plan"] is None
+    r = await admin_http.patch(f"/admin/tenants/{t['id']}", headers=ADMIN, json={"plan": ""})
+    assert_openai_error(r, 400, param="plan")

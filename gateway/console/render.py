@@ -36,3 +36,8 @@ def render(request: Request, template: str, viewer: Viewer | None, *, status: in
     return templates.TemplateResponse(request, template, {
         "viewer": viewer, "csrf_token": viewer.csrf_token if viewer else context.pop("csrf_token", ""),
         "notice": notice, "error": error, **context}, status_code=status)
+
+
+def error_page(request: Request, viewer: Viewer | None, status: int, message: str) -> HTMLResponse:
+    """A page that could not be shown (no such tenant, a bad month), with the reason in words."""
+    return render(request, "error.html", viewer, status=status, error=message)

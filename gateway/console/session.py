@@ -46,7 +46,8 @@ class SessionCodec:
         return base64.urlsafe_b64encode(hmac.new(self._key, payload, hashlib.sha256).digest()).decode().rstrip("=")
 
     def encode(self, session: ConsoleSession) -> str:
-        payload = base64.urlsafe_b64encode(json.dumps(asdict(session), sort_keys=True).encode()).decode()
+        # No "=" padding: a cookie value with one gets quoted.
+        payload = base64.urlsafe_b64encode(json.dumps(asdict(session), sort_keys=True).encode()).decode().rstrip("=")
         return f"{payload}.{self._mac(payload.encode())}"
 
     def decode(self, value: str | None, *, now: float | None = None) -> ConsoleSession | None:
@@ -57,7 +58,7 @@ class SessionCodec:
         if not hmac.compare_digest(mac, self._mac(payload.encode())):
             return None
         try:
-            session = ConsoleSession(**json.loads(base64.urlsafe_b64decode(payload.encode())))
+            session = ConsoleSession(**json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))))
         except (ValueError, TypeError):
             return None
         return session if session.expires_at > (time.time() if now is None else now) else None

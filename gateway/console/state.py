@@ -7,6 +7,7 @@ from fastapi import Request
 
 from gateway.console.config import ConsoleConfig
 from gateway.console.csrf import CsrfTokens
+from gateway.console.rates import TokenRate
 from gateway.console.session import Revocations, SessionCodec, derive_key
 
 
@@ -16,6 +17,7 @@ class ConsoleState:
     sessions: SessionCodec
     csrf: CsrfTokens
     revocations: Revocations = field(default_factory=Revocations)
+    token_rate: TokenRate = field(default_factory=TokenRate)  # the workers page's tokens/s
 
     @classmethod
     def for_admin_key(cls, admin_key: str, config: ConsoleConfig) -> "ConsoleState":

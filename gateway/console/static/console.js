@@ -10,7 +10,8 @@
       columns.push(s[1]);
     });
     var axes = [{}, {scale: "y"}];
-    if (data.series.length > 1 && data.series[0][0] !== "p50") { axes.push({scale: "y1", side: 1, grid: {show: false}}); }
+    if (data.series.length > 1 && data.series[0][0] !== "p50") { axes.push({scale: "y1", side: 1, grid: {show: false}, size: 70,
+      values: function (u, vals) { return vals.map(function (v) { return v === 0 ? "0" : v.toPrecision(2); }); }}); }
     else if (data.series.length > 1) { series[2].scale = "y"; }
     var width = Math.max(260, el.clientWidth || 360);
     el.innerHTML = "";

@@ -62,16 +62,31 @@ def sign_in(page, credential: str) -> None:
     page.wait_for_load_state()
 
 
+@pytest.fixture(scope="session")
+def admin_state(browser, console_server):
+    """The admin's signed-in cookies, signed in once (a test that signs out signs in on its own)."""
+    ctx = browser.new_context(base_url=console_server.url)
+    sign_in(ctx.new_page(), ADMIN_KEY)
+    state = ctx.storage_state()
+    ctx.close()
+    return state
+
+
 @pytest.fixture
-def admin_page(context):
-    page = context.new_page()
-    sign_in(page, ADMIN_KEY)
-    return page
+def admin_page(browser, console_server, admin_state):
+    ctx = browser.new_context(base_url=console_server.url, viewport={"width": 1280, "height": 900},
+                              storage_state=admin_state)
+    ctx.set_default_timeout(10_000)
+    page = ctx.new_page()
+    page.goto("/console/")
+    yield page
+    ctx.close()
 
 
 def shot(page, name: str, **kwargs) -> None:
     SHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True, **kwargs)
+    kwargs.setdefault("full_page", True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), **kwargs)
 
 
 def admin_api(server, method: str, path: str, **kwargs) -> httpx.Response:

@@ -1,18 +1,27 @@
 // Draws each chart from the JSON the page carries beside it ({"x": [...], "series": [[label, values], ...]}).
+// A second series on its own scale (tokens and cost) gets a right-hand axis; p50/p99 share one.
 (function () {
   "use strict";
   var colours = ["#0a58ca", "#d63384", "#198754", "#fd7e14"];
+  function tick(u, vals) {
+    return vals.map(function (v) {
+      if (v === 0) { return "0"; }
+      return Math.abs(v) < 1 ? v.toPrecision(2) : v.toLocaleString();
+    });
+  }
   function draw(el) {
     var data = JSON.parse(document.getElementById(el.dataset.chart).textContent);
+    var shared = data.series.length > 1 && data.series[0][0] === "p50";
     var series = [{}], columns = [data.x];
     data.series.forEach(function (s, i) {
-      series.push({label: s[0], stroke: colours[i % colours.length], width: 2, spanGaps: false, scale: i ? "y" + i : "y"});
+      series.push({label: s[0], stroke: colours[i % colours.length], width: 2,
+                   points: {show: true, size: 4}, scale: i && !shared ? "y" + i : "y"});
       columns.push(s[1]);
     });
-    var axes = [{}, {scale: "y"}];
-    if (data.series.length > 1 && data.series[0][0] !== "p50") { axes.push({scale: "y1", side: 1, grid: {show: false}, size: 70,
-      values: function (u, vals) { return vals.map(function (v) { return v === 0 ? "0" : v.toPrecision(2); }); }}); }
-    else if (data.series.length > 1) { series[2].scale = "y"; }
+    var axes = [{space: 80}, {scale: "y", values: tick, size: 60}];
+    if (data.series.length > 1 && !shared) {
+      axes.push({scale: "y1", side: 1, grid: {show: false}, values: tick, size: 60});
+    }
     var width = Math.max(260, el.clientWidth || 360);
     el.innerHTML = "";
     new uPlot({width: width, height: 180, series: series, axes: axes, scales: {x: {time: true}}}, columns, el);

@@ -27,6 +27,8 @@ def test_create_tenant_and_key_on_the_page_then_bill_matches_the_api(admin_page,
     assert page.get_by_role("heading", name=f"Tenant {name}").is_visible()
     assert page.get_by_role("status").filter(has_text="Tenant created.").is_visible()
     tenant_id = page.url.split("/console/tenants/")[1].split("?")[0]
+    created = admin_api(console_server, "GET", "/admin/audit", params={"target": f"tenant:{tenant_id}"}).json()
+    assert created["data"][0]["action"] == "tenant.create" and created["data"][0]["actor"].startswith("console:admin:")
 
     page.get_by_role("button", name="Create key").click()
     key = page.get_by_label("New API key").inner_text().strip()

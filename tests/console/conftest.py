@@ -1,5 +1,6 @@
 """One live gateway (canned backend, two versions behind `chat`) and one headless Debian Chromium for every
-console test. Screenshots go to tests/console/screenshots/ (ignored by git)."""
+console test (package-scoped: both go once tests/console is done). Screenshots go to tests/console/screenshots/
+(ignored by git)."""
 from __future__ import annotations
 
 import re
@@ -18,7 +19,7 @@ SHOTS = Path(__file__).resolve().parent / "screenshots"
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def console_server(tmp_path_factory, gw_catalogue):
     tmp = tmp_path_factory.mktemp("console")
     url = f"sqlite:///{tmp / 'tollgate.db'}"
@@ -32,7 +33,7 @@ def console_server(tmp_path_factory, gw_catalogue):
         yield server
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser():
     from playwright.sync_api import sync_playwright
 
@@ -62,7 +63,7 @@ def sign_in(page, credential: str) -> None:
     page.wait_for_load_state()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def admin_state(browser, console_server):
     """The admin's signed-in cookies, signed in once (a test that signs out signs in on its own)."""
     ctx = browser.new_context(base_url=console_server.url)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import re
 import uuid
 
+import openai
+import pytest
 from openai import OpenAI
 
 from tests.console.conftest import admin_api, shot
-from tests.gateway.support import wait_usage_rows
+from gateway.security.keys import visible_prefix
+from tests.gateway.support import make_tenant, wait_usage_rows
 
 
 def _bill_rows(page) -> tuple[list[list[str]], str]:
@@ -73,3 +76,30 @@ def test_a_bad_month_and_a_bad_limit_are_shown_in_words(admin_page):
     assert "tpm: Input should be greater than or equal to 1" in page.get_by_role("alert").inner_text()
     response = page.goto("/console/bills?month=2026-13")
     assert response.status == 400 and "not a month" in page.get_by_role("alert").inner_text()
+
+
+def test_edit_limits_revoke_a_key_and_disable_on_the_page(admin_page, console_server):
+    tenant_id, key = make_tenant(console_server.db_url)
+    page = admin_page
+    page.goto(f"/console/tenants/{tenant_id}")
+    page.get_by_label("Requests per minute (empty: unlimited)").fill("5")
+    page.get_by_label("Monthly token budget (empty: unlimited)").fill("100000")
+    page.get_by_role("button", name="Save limits").click()
+    assert page.get_by_role("status").inner_text() == "Tenant saved."
+    api = admin_api(console_server, "GET", f"/admin/tenants/{tenant_id}").json()
+    assert (api["rpm"], api["monthly_token_budget"], api["status"]) == (5, 100000, "active")
+
+    page.get_by_role("button", name=f"Revoke key {visible_prefix(key)}").click()
+    assert "Key revoked" in page.get_by_role("status").inner_text()
+    client = OpenAI(base_url=f"{console_server.url}/v1", api_key=key, max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        client.chat.completions.create(model="chat", max_tokens=2, messages=[{"role": "user", "content": "Hi"}])
+
+    page.get_by_label("Status").select_option("disabled")
+    page.get_by_label("Requests per minute (empty: unlimited)").fill("")  # empty clears the limit
+    page.get_by_role("button", name="Save limits").click()
+    api = admin_api(console_server, "GET", f"/admin/tenants/{tenant_id}").json()
+    assert (api["rpm"], api["status"]) == (None, "disabled")
+    actions = [e["action"] for e in admin_api(console_server, "GET", "/admin/audit",
+                                              params={"target": f"tenant:{tenant_id}"}).json()["data"]]
+    assert actions[:2] == ["tenant.update", "tenant.update"]

@@ -6,6 +6,7 @@
   function tick(u, vals) {
     return vals.map(function (v) {
       if (v === 0) { return "0"; }
+      if (Math.abs(v) < 0.01) { return v.toExponential(1); }
       return Math.abs(v) < 1 ? v.toPrecision(2) : v.toLocaleString();
     });
   }
@@ -22,9 +23,11 @@
     if (data.series.length > 1 && !shared) {
       axes.push({scale: "y1", side: 1, grid: {show: false}, values: tick, size: 60});
     }
+    var scales = {x: {time: true}};
+    if (/rate$/.test(data.series[0][0])) { scales.y = {range: [0, 1]}; }  // error and hit rates: fractions
     var width = Math.max(260, el.clientWidth || 360);
     el.innerHTML = "";
-    new uPlot({width: width, height: 180, series: series, axes: axes, scales: {x: {time: true}}}, columns, el);
+    new uPlot({width: width, height: 180, series: series, axes: axes, scales: scales}, columns, el);
   }
   function drawAll() {
     if (typeof uPlot === "undefined") { return; }

@@ -66,6 +66,18 @@ def test_create_tenant_and_key_on_the_page_then_bill_matches_the_api(admin_page,
     assert csv_text.splitlines()[0].startswith("request_id,created_at,tenant_id")
     assert len(csv_text.splitlines()) == 5 and all(tenant_id in line for line in csv_text.splitlines()[1:])
 
+    # The Bills page and the Tenants list carry the same total (GET /admin/bills' function).
+    page.goto("/console/bills?page=999")  # the newest tenant's bill is on the last page (clamped)
+    row = page.get_by_role("table", name=re.compile("^Every tenant's bill")).get_by_role("row").filter(has_text=name)
+    assert row.get_by_role("cell").last.inner_text() == api["total_cost"]
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download every ledger row of").click()
+    assert sum(tenant_id in line for line in open(download.value.path())) == 4
+    page.goto("/console/tenants?page=999")  # the newest tenant is on the last page (clamped)
+    row = page.get_by_role("row").filter(has_text=name)
+    assert row.get_by_role("cell").last.inner_text() == f"{api['total_cost']} USD"
+    assert row.get_by_role("cell").nth(-2).inner_text() == "33"  # 14 prompt + 19 completion tokens
+
 
 def test_a_bad_month_and_a_bad_limit_are_shown_in_words(admin_page):
     page = admin_page

@@ -12,11 +12,11 @@ from gateway.api.deps import ServicesDep
 from gateway.api.errors import APIError
 from gateway.console.forms import in_words, page_of
 from gateway.console.render import error_page, render
-from gateway.console.series import headline
+from gateway.console.series import DAY_S, headline
 from gateway.console.state import console_state
 from gateway.console.viewer import AdminViewerDep, FormDep
 from gateway.crud.tenants import list_tenants
-from gateway.crud.usage_window import usage_points
+from gateway.crud.usage_buckets import usage_buckets
 from gateway.db.types import utcnow
 
 router = APIRouter()
@@ -38,7 +38,8 @@ def cache_page(request: Request, viewer: AdminViewerDep, services: ServicesDep, 
     with services.database.session() as session:
         tenants = list_tenants(session)
         now = utcnow()
-        day = headline(usage_points(session, start=now - timedelta(days=1), end=now), timedelta(days=1))
+        day = headline(usage_buckets(session, start=now - timedelta(days=1), end=now, step_s=DAY_S), [],
+                       timedelta(days=1))
     cache = services.cache
     rows = [(t, cache.stats(t.id)) for t in tenants] if cache is not None else []
     shown, page, pages = page_of(rows, page, console_state(request).config.page_size)

@@ -1,7 +1,7 @@
 """Overview: traffic, errors, time to first token, cache hits and spend over the last hour or day."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 
 from fastapi import APIRouter, Request
@@ -10,10 +10,10 @@ from fastapi.responses import RedirectResponse, Response
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.billing.period import Month
 from gateway.console.render import render
-from gateway.console.series import WINDOWS, buckets, headline
+from gateway.console.series import DAY_S, WINDOWS, columns, headline
 from gateway.console.viewer import ViewerDep
 from gateway.crud.usage import totals_by_model
-from gateway.crud.usage_window import usage_points
+from gateway.crud.usage_buckets import first_token_times, usage_buckets
 from gateway.db.types import utcnow
 
 router = APIRouter()
@@ -25,13 +25,14 @@ def _figures(session, window: str) -> dict:
     # Buckets end on a step boundary so a refresh moves the chart by whole buckets.
     end = datetime.fromtimestamp((int(now.timestamp()) // step + 1) * step, tz=now.tzinfo)
     start = end - span
-    points = usage_points(session, start=start, end=end)
+    sums = usage_buckets(session, start=start, end=end, step_s=step)
+    ttfts = first_token_times(session, start=start, end=end, step_s=step)
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    today = sum((p.cost for p in points if p.at >= midnight), Decimal(0)) if window == "day" else sum(
-        (p.cost for p in usage_points(session, start=midnight, end=end)), Decimal(0))
+    today = sum((b.cost for b in usage_buckets(session, start=midnight, end=end, step_s=DAY_S)), Decimal(0))
     month = sum((t.cost for t in totals_by_model(session, period=Month.containing(now).period)), Decimal(0))
-    return {"window": window, "headline": headline(points, span), "chart": buckets(points, start=start, end=end,
-            step_s=step), "spend_today": today, "spend_month": month, "updated": now}
+    return {"window": window, "headline": headline(sums, [ms for _, ms in ttfts], span),
+            "chart": columns(sums, ttfts, start=start, end=end, step_s=step),
+            "spend_today": today, "spend_month": month, "updated": now}
 
 
 def _window(window: str | None) -> str:

@@ -14,10 +14,10 @@ from gateway.billing.bills import tenant_bill, usage_csv
 from gateway.console import tenants as tenants_page
 from gateway.console.forms import FormError, in_words, parse
 from gateway.console.render import error_page, render
-from gateway.console.series import daily
+from gateway.console.series import DAY_S, daily
 from gateway.console.viewer import AdminViewerDep, FormDep, TenantReaderDep, Viewer
 from gateway.crud.keys import get_key, list_keys
-from gateway.crud.usage_window import usage_points
+from gateway.crud.usage_buckets import usage_buckets
 from gateway.schemas.admin import KeyCreate
 
 router = APIRouter()
@@ -31,7 +31,7 @@ def _page(request: Request, viewer: Viewer, session, services, tenant_id: str, m
     except APIError as e:
         return error_page(request, viewer, e.status, in_words(e))
     bill = tenant_bill(session, tenant_id=tenant_id, month=month, currency=services.settings.currency)
-    chart = daily(usage_points(session, start=month.start, end=month.end, tenant_id=tenant_id),
+    chart = daily(usage_buckets(session, start=month.start, end=month.end, step_s=DAY_S, tenant_id=tenant_id),
                   start=month.start, end=month.end)
     return render(request, "tenant.html", viewer, status=status, error=error, tenant=tenant, bill=bill,
                   bill_json=bill.model_dump_json(), month=str(month), chart=chart, new_key=new_key,

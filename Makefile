@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install serve test services migrate bench clean
+.PHONY: install serve test services migrate bench clean vendor-console
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -31,6 +31,10 @@ services:
 
 test: $(STAMP) services
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=30 $(PYTEST_ARGS)
+
+# The console's JavaScript and CSS (htmx, uPlot) from the npm registry; versions and sha256 in vendor.json.
+vendor-console:
+	bash deploy/scripts/vendor-console.sh
 
 clean:
 	rm -rf $(VENV) data .pytest_cache

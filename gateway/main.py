@@ -11,6 +11,7 @@ from gateway.api.admin.cache import router as admin_cache
 from gateway.api.admin.routes import router as admin_routes
 from gateway.api.errors import install_error_handlers
 from gateway.api.v1.batches import build_runner
+from gateway.console import install_console
 from gateway.observability.logging import configure_logging
 from gateway.observability.middleware import RequestContextMiddleware
 from gateway.serving.base import ModelBackend
@@ -59,4 +60,5 @@ def create_app(settings: Settings | None = None, *, backend: ModelBackend | None
     app.include_router(admin.router)
     app.include_router(admin_routes)
     app.include_router(admin_cache)
+    install_console(app)
     return app

@@ -47,6 +47,7 @@ class Settings(BaseSettings):
     ray_prefix_routing: bool = False  # send requests sharing a prompt prefix to the same replica
     ray_deploy: bool = True  # False: attach to applications someone else deployed
     currency: str = "USD"
+    console_session_ttl_s: int = Field(8 * 3600, ge=60)  # how long a /console sign-in lasts
     # MaaS economics (gateway.economics.recorder): how often each gateway samples its pool's replicas per version
     # into replica-minutes (at most 60 s, or minutes go unseen); 0 turns the recording off.
     economics_sample_s: float = Field(15.0, ge=0, le=60)

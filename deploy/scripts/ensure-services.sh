@@ -31,6 +31,10 @@ fi
 command -v docker-compose >/dev/null 2>&1 \
   || (apt-get update -qq && apt-get install -y -qq docker-compose) >/dev/null 2>&1 || true
 
+# Debian's Chromium for the console's browser tests (tests/console, Playwright); quiet when present.
+command -v chromium >/dev/null 2>&1 \
+  || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 || true
+
 pg_up && echo "postgres: up" || echo "postgres: NOT available (postgres tests will fail)"
 redis_up && echo "redis: up" || echo "redis: NOT available (redis tests will fail)"
 # A database the tests own, so they never touch anything else on the server.

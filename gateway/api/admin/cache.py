@@ -48,12 +48,20 @@ async def _record(auditor: Auditor, services: Any, tenant_id: str, entry_id: str
                             after={"tenant_id": tenant_id, "entry_id": entry_id, "deleted_here": deleted})
 
 
+async def invalidate(cache: SemanticCache, auditor: Auditor, services: Any, tenant_id: str,
+                     entry_id: str | None = None) -> int:
+    """Drop a tenant's answers (or one), tell every replica, audit; how many this replica dropped. The admin
+    API and the console both call it."""
+    deleted = await cache.invalidate(tenant_id, entry_id)
+    announce(services, CacheInvalidated(tenant_id, entry_id))
+    await _record(auditor, services, tenant_id, entry_id, deleted)  # told to every replica, found here or not
+    return deleted
+
+
 @router.delete("/{tenant_id}/cache")
 async def invalidate_tenant(tenant_id: PathId, cache: CacheDep, auditor: AuditorDep, services: ServicesDep) -> dict:
     """Drop every cached answer of the tenant, on every replica (`deleted` counts this one's)."""
-    deleted = await cache.invalidate(tenant_id)
-    announce(services, CacheInvalidated(tenant_id))
-    await _record(auditor, services, tenant_id, None, deleted)
+    deleted = await invalidate(cache, auditor, services, tenant_id)
     return {"tenant_id": tenant_id, "deleted": deleted}
 
 
@@ -62,9 +70,7 @@ async def invalidate_entry(tenant_id: PathId, entry_id: PathId, cache: CacheDep,
                            services: ServicesDep) -> dict:
     """Drop one cached answer; 404 when this replica has no such entry of the tenant (each replica
     keeps the answers it generated, so every replica is told to drop it either way)."""
-    deleted = await cache.invalidate(tenant_id, entry_id)
-    announce(services, CacheInvalidated(tenant_id, entry_id))
-    await _record(auditor, services, tenant_id, entry_id, deleted)  # told to every replica, found here or not
+    deleted = await invalidate(cache, auditor, services, tenant_id, entry_id)
     if not deleted:
         raise not_found(f"No cache entry {entry_id!r} for tenant {tenant_id!r}.")
     return {"tenant_id": tenant_id, "entry_id": entry_id, "deleted": deleted}

@@ -48,7 +48,8 @@ def _api_error(e: RoutingError) -> APIError:
     return invalid_request(str(e), param=e.param, code="invalid_route")
 
 
-def _apply(change, *args, **kwargs) -> dict:
+def apply_change(change, *args, **kwargs) -> dict:
+    """Run a Router change, its RoutingError as the API's error; the admin API and the console both call it."""
     try:
         return change(*args, **kwargs)
     except RoutingError as e:
@@ -71,13 +72,13 @@ def audit(_: AdminDep, routes: RouterDep, alias: str | None = None,
 @router.get("/{alias}")
 def get_route(alias: str, _: AdminDep, routes: RouterDep) -> dict:
     """One alias' live route."""
-    return _apply(routes.route, alias)
+    return apply_change(routes.route, alias)
 
 
 @router.put("/{alias}")
 def set_route(alias: str, body: RouteUpdate, auditor: AuditorDep, routes: RouterDep) -> dict:
     """Replace an alias' weights (sum 100) and optionally its fallbacks."""
-    return _apply(routes.set_weights, alias, body.weights, body.fallbacks, auditor.actor, stable=body.stable,
+    return apply_change(routes.set_weights, alias, body.weights, body.fallbacks, auditor.actor, stable=body.stable,
                   request_id=auditor.request_id)
 
 
@@ -101,10 +102,10 @@ def set_rules(alias: str, body: RulesUpdate, auditor: AuditorDep, routes: Router
 @router.post("/{alias}/promote")
 def promote(alias: str, body: Promotion, auditor: AuditorDep, routes: RouterDep) -> dict:
     """All traffic to one version, which becomes the stable one."""
-    return _apply(routes.promote, alias, body.version, auditor.actor, request_id=auditor.request_id)
+    return apply_change(routes.promote, alias, body.version, auditor.actor, request_id=auditor.request_id)
 
 
 @router.post("/{alias}/rollback")
 def rollback(alias: str, auditor: AuditorDep, routes: RouterDep) -> dict:
     """Canaries to 0, the stable version to 100."""
-    return _apply(routes.rollback, alias, auditor.actor, request_id=auditor.request_id)
+    return apply_change(routes.rollback, alias, auditor.actor, request_id=auditor.request_id)

@@ -89,13 +89,13 @@ def _rules_view(routes: Router, alias: str, rules: list[dict]) -> dict:
 @router.get("/{alias}/rules")
 def get_rules(alias: str, _: AdminDep, routes: RouterDep) -> dict:
     """An alias' routing rules, in evaluation order (first match wins)."""
-    return _rules_view(routes, alias, _apply(routes.rules, alias))
+    return _rules_view(routes, alias, apply_change(routes.rules, alias))
 
 
 @router.put("/{alias}/rules")
 def set_rules(alias: str, body: RulesUpdate, auditor: AuditorDep, routes: RouterDep) -> dict:
     """Replace an alias' routing rules (an empty list removes them); on every replica."""
-    return _rules_view(routes, alias, _apply(routes.set_rules, alias, body.rules, auditor.actor,
+    return _rules_view(routes, alias, apply_change(routes.set_rules, alias, body.rules, auditor.actor,
                                              request_id=auditor.request_id))
 
 

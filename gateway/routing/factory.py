@@ -1,11 +1,16 @@
 """Build the gateway's Router from Settings: the rollback policy and where routes persist."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from sqlalchemy.orm import Session
+
 from gateway.catalogue import Catalogue
 from gateway.db.database import Database
 from gateway.routing.canary import RollbackPolicy
 from gateway.routing.router import Router
 from gateway.routing.sql_store import SqlRouteStore
+from gateway.routing.store import AuditEntry
 from gateway.settings import Settings
 
 
@@ -16,6 +21,8 @@ def rollback_policy(settings: Settings) -> RollbackPolicy:
                           ttft_p99_margin=settings.route_rollback_ttft_margin)
 
 
-def build_router(settings: Settings, catalogue: Catalogue, db: Database) -> Router:
-    """Routes persist in the gateway database (migration 0002 creates the tables)."""
-    return Router(catalogue, store=SqlRouteStore(db), rollback=rollback_policy(settings))
+def build_router(settings: Settings, catalogue: Catalogue, db: Database, *,
+                 on_save: Callable[[Session, AuditEntry], object] | None = None) -> Router:
+    """Routes persist in the gateway database (migration 0002 creates the tables); `on_save` runs in each
+    change's transaction (SqlRouteStore)."""
+    return Router(catalogue, store=SqlRouteStore(db, on_save=on_save), rollback=rollback_policy(settings))

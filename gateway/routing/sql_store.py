@@ -1,7 +1,10 @@
 """Route overrides and audit entries in the gateway's database (tables from migrations 0002 and 0008)."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from gateway.audit.record import Change, Target
 from gateway.audit.writer import append
@@ -23,8 +26,11 @@ def audit_change(entry: AuditEntry) -> Change:
 
 
 class SqlRouteStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, on_save: Callable[[Session, AuditEntry], object] | None = None) -> None:
+        """`on_save(session, entry)` runs in the transaction that persists each change (the alerts' outbox
+        writes a canary rollback there, gateway.alerts.canary); routing knows nothing of what it does."""
         self._db = db
+        self._on_save = on_save
 
     def load_routes(self) -> dict[str, Route]:
         with self._db.session() as s:
@@ -43,6 +49,8 @@ class SqlRouteStore:
                              before=entry.before, after=entry.after, reason=entry.reason))
             s.flush()  # the audit append last: the chain head stays locked only until the commit
             append(s, audit_change(entry))
+            if self._on_save is not None:
+                self._on_save(s, entry)
 
     def audit(self, *, alias: str | None = None, limit: int = 100) -> list[AuditEntry]:
         q = select(RouteAudit).order_by(RouteAudit.id.desc()).limit(limit)

@@ -15,8 +15,9 @@ def mark_once(conn: Connection, *, kind: str, subject: str, period: str) -> bool
     """Insert the mark; True only for the insert that made it (an existing one is left alone)."""
     stmt = (_INSERT[conn.dialect.name](AlertMark)
             .values(kind=kind, subject=subject, period=period, created_at=utcnow())
-            .on_conflict_do_nothing(index_elements=["kind", "subject", "period"]))
-    return conn.execute(stmt).rowcount == 1
+            .on_conflict_do_nothing(index_elements=["kind", "subject", "period"])
+            .returning(AlertMark.kind))  # rowcount is not reliable here across drivers; a returned row is
+    return conn.execute(stmt).first() is not None
 
 
 def marked_periods(conn: Connection, *, kind: str, subject: str) -> set[str]:

@@ -38,10 +38,15 @@ class DeliveryWorker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
 
-    async def start(self) -> None:
+    async def open(self) -> None:
+        """The HTTP client alone: `run_once` may be driven by hand (tests, a one-shot drain)."""
         self._loop = asyncio.get_running_loop()
-        self._client = httpx.AsyncClient(timeout=self.config.timeout_s, transport=self._transport,
-                                         follow_redirects=False)
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.config.timeout_s, transport=self._transport,
+                                             follow_redirects=False)
+
+    async def start(self) -> None:
+        await self.open()
         self._task = asyncio.create_task(self._run(), name="alerts-delivery")
 
     async def stop(self) -> None:

@@ -64,3 +64,12 @@ class Receiver:
                 raise TimeoutError(f"{len(self.received)} of {n} requests arrived")
             time.sleep(0.02)
         return list(self.received)
+
+
+async def arrived(receiver: Receiver, n: int, timeout_s: float = 10.0) -> list[Received]:
+    """`wait_for` from a test's event loop, which must keep running (the worker sends from it)."""
+    import asyncio
+    async with asyncio.timeout(timeout_s):
+        while len(receiver.received) < n:
+            await asyncio.sleep(0.02)
+    return list(receiver.received)

@@ -3,6 +3,8 @@ after max_attempts, and sent once even with two workers racing for the same rows
 import asyncio
 import json
 
+import pytest
+
 from gateway.alerts.config import AlertsConfig
 from gateway.alerts.events import BUDGET_CROSSED, LEDGER_SPOOLING, AlertEvent
 from gateway.alerts.outbox import emit
@@ -33,7 +35,7 @@ async def test_a_delivery_is_signed_and_carries_its_event_id(database):
         add_webhook(database, rx.url, [BUDGET_CROSSED])
         (delivery_id,) = fire(database, AlertEvent(BUDGET_CROSSED, {"tenant_id": "t", "threshold": 80}))
         worker = DeliveryWorker(database, FAST)
-        await worker.start()
+        await worker.open()
         try:
             await run_until(worker, lambda: len(rx.received) == 1)
         finally:
@@ -60,7 +62,7 @@ async def test_a_500_is_retried_with_backoff_under_the_same_event_id(database):
         add_webhook(database, rx.url)
         (delivery_id,) = fire(database, AlertEvent(BUDGET_CROSSED, {"threshold": 50}))
         worker = DeliveryWorker(database, FAST)
-        await worker.start()
+        await worker.open()
         try:
             await worker.run_once()
             (row,) = deliveries(database)
@@ -82,7 +84,7 @@ async def test_gives_up_after_max_attempts(database):
         add_webhook(database, rx.url)
         fire(database, AlertEvent(BUDGET_CROSSED, {}))
         worker = DeliveryWorker(database, FAST)
-        await worker.start()
+        await worker.open()
         try:
             await run_until(worker, lambda: deliveries(database)[0].status == "failed")
             await asyncio.sleep(0.3)
@@ -99,7 +101,7 @@ async def test_an_unreachable_receiver_is_an_attempt_that_failed(database):
     add_webhook(database, "http://127.0.0.1:9/nothing-listens-here")
     fire(database, AlertEvent(BUDGET_CROSSED, {}))
     worker = DeliveryWorker(database, FAST)
-    await worker.start()
+    await worker.open()
     try:
         await worker.run_once()
     finally:
@@ -118,8 +120,8 @@ async def test_two_workers_racing_deliver_each_event_once(database):
             ids += fire(database, AlertEvent(BUDGET_CROSSED, {"n": i}))
         config = AlertsConfig(poll_s=0.02, lease_s=5.0, timeout_s=2.0, batch=3)
         a, b = DeliveryWorker(database, config, owner="a"), DeliveryWorker(database, config, owner="b")
-        await a.start()
-        await b.start()
+        await a.open()
+        await b.open()
         try:
             async with asyncio.timeout(10):
                 while any(d.status != "delivered" for d in deliveries(database)):
@@ -140,9 +142,10 @@ async def test_events_held_while_the_database_is_down_are_written_once_it_answer
         pending.add(AlertEvent(LEDGER_SPOOLING, {"reason": "OperationalError"}))
         real = worker._write_event
         monkeypatch.setattr(worker, "_write_event", lambda e: (_ for _ in ()).throw(ConnectionError("down")))
-        await worker.start()
+        await worker.open()
         try:
-            await asyncio.sleep(0.1)  # the loop logs the failure and keeps the event
+            with pytest.raises(ConnectionError):  # the loop logs it and polls again
+                await worker.run_once()
             assert len(pending) == 1 and deliveries(database) == []
             monkeypatch.setattr(worker, "_write_event", real)
             await run_until(worker, lambda: len(rx.received) == 1)

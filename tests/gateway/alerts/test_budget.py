@@ -14,6 +14,7 @@ from gateway.billing.prices import PriceBook
 from gateway.crud.prices import set_price
 from gateway.crud.tenants import create_tenant
 from gateway.db.models.tenant import Tenant
+from tests.gateway.alerts.conftest import BOTH
 from tests.gateway.alerts.helpers import add_webhook, deliveries
 
 MODEL = "m"
@@ -45,6 +46,7 @@ def crossings(database) -> list[tuple[str, int]]:
             for d in deliveries(database, BUDGET_CROSSED)]
 
 
+@BOTH
 async def test_each_threshold_fires_once_as_usage_passes_it(database, tenant_id):
     add_webhook(database, "http://127.0.0.1:9/h", [BUDGET_CROSSED])
     book = ledger(database)
@@ -101,6 +103,7 @@ async def test_tenants_without_a_budget_and_webhooks_without_the_event_get_nothi
     assert deliveries(database) == []
 
 
+@BOTH
 async def test_racing_checks_mark_each_crossing_once(database, tenant_id):
     """Several gateways flushing the same tenant at once: the marks' key lets one insert win."""
     add_webhook(database, "http://127.0.0.1:9/h", ["*"])

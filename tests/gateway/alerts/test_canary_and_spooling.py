@@ -16,6 +16,7 @@ from gateway.catalogue import parse_catalogue
 from gateway.routing.canary import RollbackPolicy
 from gateway.routing.router import Router
 from gateway.routing.sql_store import SqlRouteStore
+from tests.gateway.alerts.conftest import BOTH
 from tests.gateway.alerts.helpers import add_webhook, deliveries
 from tests.gateway.alerts.receiver import Receiver, arrived
 from tests.gateway.routing.conftest import BF16, FP32, raw_catalogue
@@ -28,6 +29,7 @@ def router_with_alerts(database, alerts: Alerts) -> Router:
                   rollback=RollbackPolicy(min_samples=5))
 
 
+@BOTH
 def test_an_automatic_rollback_writes_one_event_with_the_route_change(database):
     add_webhook(database, "http://127.0.0.1:9/h", [CANARY_ROLLED_BACK])
     router = router_with_alerts(database, Alerts(database, deliver=False))

@@ -11,6 +11,7 @@ from gateway.alerts.outbox import emit
 from gateway.alerts.pending import PendingEvents
 from gateway.alerts.signing import verify
 from gateway.alerts.worker import DeliveryWorker
+from tests.gateway.alerts.conftest import BOTH
 from tests.gateway.alerts.helpers import SECRET, add_webhook, deliveries
 from tests.gateway.alerts.receiver import Receiver
 
@@ -57,6 +58,7 @@ async def test_only_subscribers_get_an_event(database):
         assert len(fire(database, AlertEvent(LEDGER_SPOOLING, {}))) == 1
 
 
+@BOTH
 async def test_a_500_is_retried_with_backoff_under_the_same_event_id(database):
     with Receiver(statuses=[500, 503]) as rx:
         add_webhook(database, rx.url)
@@ -111,6 +113,7 @@ async def test_an_unreachable_receiver_is_an_attempt_that_failed(database):
     assert "Connect" in row.last_error
 
 
+@BOTH
 async def test_two_workers_racing_deliver_each_event_once(database):
     with Receiver() as rx:
         add_webhook(database, rx.url)

@@ -121,7 +121,9 @@ class Services:
         prices = PriceBook(database, batch_discounts=batch_discounts(catalogue))
         storage: Storage = _limits_storage(settings)
         admin_key = ensure_admin_key(settings)[0]
-        alerts = Alerts(database, alerts_config(settings), deliver=settings.alerts_worker_enabled)
+        backend = backend if backend is not None else build_backend(settings, catalogue)
+        alerts = Alerts(database, alerts_config(settings), deliver=settings.alerts_worker_enabled,
+                        health=backend.health, pool=str(getattr(backend, "replica_pool", "")))
         ledger = Ledger(database, prices, settings.currency, spool=Spool(SpoolConfig(
             settings.resolved_spool_dir, max_bytes=settings.spool_max_bytes,
             segment_bytes=settings.spool_segment_bytes)), replay_interval_s=settings.spool_replay_interval_s,
@@ -134,7 +136,7 @@ class Services:
             admin_key=admin_key,
             limiter=Limiter(storage, month_usage=_month_usage(database), strategy=settings.limit_strategy,
                             window_s=settings.limit_window_s, failover=_limits_failover(settings)),
-            backend=backend if backend is not None else build_backend(settings, catalogue),
+            backend=backend,
             router=build_router(settings, catalogue, database, on_save=alerts.on_route_saved),
             metrics=Metrics(per_tenant=settings.metrics_per_tenant),
             metrics_token=ensure_metrics_token(settings)[0],
@@ -217,6 +219,8 @@ class Services:
             log.warning("drain timed out; stopping with generations in flight",
                         extra={"inflight": self.drain.inflight})
         try:
+            if self.alerts is not None:
+                await self.alerts.monitor.stop()  # before the backend: a stopping pool is not an outage
             if self.recorder is not None:
                 await self.recorder.stop()
             await self.backend.stop()
@@ -249,7 +253,9 @@ def cache_savings(prices: PriceBook):
 def alerts_config(settings: Settings) -> AlertsConfig:
     return AlertsConfig(poll_s=settings.alerts_poll_s, lease_s=settings.alerts_lease_s,
                         timeout_s=settings.alerts_timeout_s, max_attempts=settings.alerts_max_attempts,
-                        backoff_s=settings.alerts_backoff_s, backoff_max_s=settings.alerts_backoff_max_s)
+                        backoff_s=settings.alerts_backoff_s, backoff_max_s=settings.alerts_backoff_max_s,
+                        check_s=settings.alerts_check_s, slo_window_s=settings.alerts_slo_window_s,
+                        slo_min_requests=settings.alerts_slo_min_requests)
 
 
 def _limits_storage(settings: Settings) -> Storage:

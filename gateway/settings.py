@@ -114,6 +114,9 @@ class Settings(BaseSettings):
     alerts_max_attempts: int = Field(8, ge=1)
     alerts_backoff_s: float = Field(2.0, gt=0)
     alerts_backoff_max_s: float = Field(3600.0, gt=0)
+    alerts_check_s: float = Field(15.0, gt=0)  # version health and SLO thresholds, checked this often
+    alerts_slo_window_s: float = Field(300.0, gt=0)  # the SLOs' sliding window over the usage ledger
+    alerts_slo_min_requests: int = Field(20, ge=1)  # fewer rows in the window: no verdict
 
     @property
     def resolved_spool_dir(self) -> Path:

@@ -15,6 +15,11 @@ class AlertsConfig:
     jitter: float = 0.2  # each delay is scaled by a random factor in [1 - jitter, 1 + jitter]
     batch: int = 20  # deliveries claimed per poll
     error_body_chars: int = 300  # how much of a receiver's error answer `last_error` keeps
+    # The periodic checks (gateway.alerts.monitor): versions without a healthy replica, and the SLOs over the
+    # ledger's last `slo_window_s` (at least `slo_min_requests` rows, or no verdict either way).
+    check_s: float = 15.0
+    slo_window_s: float = 300.0
+    slo_min_requests: int = 20
 
     def __post_init__(self) -> None:
         if self.poll_s <= 0 or self.timeout_s <= 0 or self.backoff_s <= 0 or self.backoff_max_s < self.backoff_s:
@@ -24,5 +29,7 @@ class AlertsConfig:
             raise ValueError("lease_s must exceed timeout_s + poll_s")
         if self.max_attempts < 1 or self.batch < 1:
             raise ValueError("max_attempts and batch must be >= 1")
+        if self.check_s <= 0 or self.slo_window_s <= 0 or self.slo_min_requests < 1:
+            raise ValueError("check_s and slo_window_s must be > 0, slo_min_requests >= 1")
         if not 0 <= self.jitter < 1:
             raise ValueError("jitter must be in [0, 1)")

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, or_, select, update
 
-from gateway.alerts.events import AlertEvent, subscribes
+from gateway.alerts.events import PING, AlertEvent, subscribes
 from gateway.db.models.webhook import Webhook
 from gateway.db.models.webhook_delivery import WebhookDelivery
 from gateway.db.types import utcnow
@@ -27,15 +27,16 @@ def event_body(delivery_id: str, event: AlertEvent, created: datetime) -> str:
 
 
 def emit(conn: Connection, event: AlertEvent, *, only: str | None = None, now: datetime | None = None) -> list[str]:
-    """A pending delivery for each webhook subscribed to `event` (or for webhook `only`, whatever it subscribes
-    to: a test ping). Returns the delivery ids; nothing is sent until the transaction commits."""
+    """A pending delivery for each webhook subscribed to `event`; with `only`, for that webhook alone (an SLO
+    alert under its own thresholds; a test ping, which goes whatever it subscribes to). Returns the delivery ids;
+    nothing is sent until the transaction commits."""
     now = now or utcnow()
     query = select(Webhook.id, Webhook.events)
     if only is not None:
         query = query.where(Webhook.id == only)
     rows = []
     for webhook_id, events in conn.execute(query):
-        if only is None and not subscribes(list(events or []), event.type):
+        if event.type != PING and not subscribes(list(events or []), event.type):
             continue
         delivery_id = new_delivery_id()
         rows.append({"id": delivery_id, "webhook_id": webhook_id, "event_type": event.type,

@@ -3,6 +3,7 @@ object the gateway's Services builds, starts and stops."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from sqlalchemy import Connection
@@ -13,6 +14,7 @@ from gateway.alerts.budget import check_budgets
 from gateway.alerts.config import AlertsConfig
 from gateway.alerts.events import LEDGER_SPOOLING, AlertEvent
 from gateway.alerts.guard import in_savepoint
+from gateway.alerts.monitor import Monitor
 from gateway.alerts.pending import PendingEvents
 from gateway.alerts.worker import DeliveryWorker
 from gateway.db.database import Database
@@ -24,19 +26,24 @@ log = logging.getLogger(__name__)
 
 class Alerts:
     def __init__(self, database: Database, config: AlertsConfig | None = None, *, deliver: bool = True,
-                 owner: str | None = None, **worker_kw: Any) -> None:
-        """`deliver` False: events are still written to the outbox, and another gateway's worker sends them."""
+                 owner: str | None = None, health: Callable[[], Awaitable[dict[str, bool]]] | None = None,
+                 pool: str = "", **worker_kw: Any) -> None:
+        """`deliver` False: events are still written to the outbox, and another gateway's worker sends them.
+        `health` (ModelBackend.health) and its replica `pool` feed version.unhealthy."""
         self.database = database
         self.config = config or AlertsConfig()
         self.pending = PendingEvents()
         self.worker = (DeliveryWorker(database, self.config, owner=owner, pending=self.pending, **worker_kw)
                        if deliver else None)
+        self.monitor = Monitor(database, self.config, health=health, pool=pool, on_emitted=self._wake)
 
     async def start(self) -> None:
         if self.worker is not None:
             await self.worker.start()
+        await self.monitor.start()
 
     async def stop(self) -> None:
+        await self.monitor.stop()
         if self.worker is not None:
             await self.worker.stop()
 

@@ -1,6 +1,7 @@
-"""Alerts as signed webhooks: events (events), where they are detected (budget, canary, the ledger's spooling),
-the outbox they are written to (outbox, marks), and the worker that signs and delivers them (worker, sender,
-signing, backoff). `Alerts` (service) is what the gateway's Services builds."""
+"""Alerts as signed webhooks: events (events); where they are detected (budget after the ledger's inserts, canary
+in the route store's transaction, the ledger's spooling, and the periodic monitor's health and slo checks); the
+outbox they are written to (outbox, marks: once per crossing); and the worker that signs and delivers them
+(worker, sender, signing, backoff). `Alerts` (service) is what the gateway's Services builds."""
 from gateway.alerts.config import AlertsConfig
 from gateway.alerts.events import EVENT_TYPES, AlertEvent
 from gateway.alerts.service import Alerts

@@ -2,7 +2,8 @@
 object the gateway's Services builds, starts and stops."""
 from __future__ import annotations
 
-import logging
+import os
+import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -20,8 +21,6 @@ from gateway.alerts.worker import DeliveryWorker
 from gateway.db.database import Database
 from gateway.db.types import utcnow
 from gateway.routing.store import AuditEntry
-
-log = logging.getLogger(__name__)
 
 
 class Alerts:
@@ -71,6 +70,6 @@ class Alerts:
     def on_ledger_spooling(self, *, spool_dir: str, reason: str) -> None:
         """The ledger could not reach the database and spools: held in memory until the outbox takes it."""
         self.pending.add(AlertEvent(LEDGER_SPOOLING, {"spool_dir": spool_dir, "reason": reason,
-                                                      "gateway": self.worker.owner if self.worker else None,
+                                                      "host": socket.gethostname(), "pid": os.getpid(),
                                                       "at": utcnow().isoformat()}))
         self._wake()

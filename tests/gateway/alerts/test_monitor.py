@@ -1,7 +1,7 @@
 """The periodic checks: version.unhealthy once per outage, and each webhook's SLO thresholds over the ledger's
 window, once per crossing, re-armed when back under."""
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from gateway.alerts.config import AlertsConfig
 from gateway.alerts.events import SLO_ERROR_RATE, SLO_TTFT_P99, VERSION_UNHEALTHY

@@ -31,8 +31,13 @@ def test_one_signed_event_per_budget_threshold_through_the_api(tmp_path, gw_cata
             assert r.status_code == 200, r.text
             assert r.json()["usage"]["total_tokens"] == 10
         rx.wait_for(2)
+        deadline = time.monotonic() + 10
+        while True:  # the worker records each answer just after it arrives
+            listed = httpx.get(f"{gw.url}/admin/webhooks/{webhook_id}/deliveries", headers=ADMIN).json()["data"]
+            if all(d["status"] == "delivered" for d in listed) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         time.sleep(0.5)  # several polls more: nothing else may arrive
-        listed = httpx.get(f"{gw.url}/admin/webhooks/{webhook_id}/deliveries", headers=ADMIN).json()["data"]
     assert len(rx.received) == 2
     events = []
     for got in rx.received:

@@ -100,7 +100,8 @@ class DeliveryWorker:
             return claim(conn, owner=self.owner, now=utcnow(), lease_s=self.config.lease_s, limit=self.config.batch)
 
     async def _deliver(self, delivery: Claimed) -> None:
-        outcome = await send(self._client, delivery, error_chars=self.config.error_body_chars)
+        outcome = await send(self._client, delivery, timeout_s=self.config.timeout_s,
+                             error_chars=self.config.error_body_chars)
         now = utcnow()
         attempts = delivery.attempts + 1
         retry_at = None

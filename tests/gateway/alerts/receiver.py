@@ -21,8 +21,9 @@ class Received:
 
 
 class Receiver:
-    def __init__(self, statuses: list[int] | None = None) -> None:
+    def __init__(self, statuses: list[int] | None = None, delay_s: float = 0.0) -> None:
         self.statuses = list(statuses or [])  # answered in order; 200 once used up
+        self.delay_s = delay_s  # before answering
         self.received: list[Received] = []
         self._lock = threading.Lock()
         receiver = self
@@ -30,6 +31,7 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802  (http.server's name)
                 body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                time.sleep(receiver.delay_s)
                 with receiver._lock:
                     status = receiver.statuses.pop(0) if receiver.statuses else 200
                     receiver.received.append(Received({k.lower(): v for k, v in self.headers.items()}, body, status))

@@ -116,6 +116,20 @@ async def test_an_unreachable_receiver_is_an_attempt_that_failed(database):
     assert "Connect" in row.last_error
 
 
+async def test_a_receiver_too_slow_to_answer_is_a_timed_out_attempt(database):
+    with Receiver(delay_s=1.0) as rx:
+        add_webhook(database, rx.url)
+        fire(database, AlertEvent(BUDGET_CROSSED, {}))
+        worker = DeliveryWorker(database, AlertsConfig(poll_s=0.02, lease_s=5.0, timeout_s=0.2))
+        await worker.open()
+        try:
+            await worker.run_once()
+        finally:
+            await worker.stop()
+    (row,) = deliveries(database)
+    assert row.status == "pending" and row.attempts == 1 and row.last_error.startswith("TimeoutError")
+
+
 @BOTH
 async def test_two_workers_racing_deliver_each_event_once(database):
     with Receiver() as rx:

@@ -3,8 +3,8 @@
 Where: right after the ledger inserts usage rows, in the same transaction (Ledger's `after_insert`). The ledger
 is the one place every billed token passes through (live, batch and replayed from the spool alike), so a
 crossing cannot be missed, and the sum it reads includes the rows just written. The cost is a batch's worth of
-work, not a request's: one query for the budgets of the batch's tenants, one for their marks, and the month's
-sum only for a tenant with a threshold still unmarked (the ix_usage_ledger_tenant_created index serves it).
+work, not a request's: one query for the budgets of the batch's tenants, one for their marks, and one for the
+month's sums of those with a threshold still unmarked (the ix_usage_ledger_tenant_created index serves it).
 A crossing found late (two gateways' concurrent flushes each seeing only their own rows) is found by the next
 flush: detection is "the sum is past the threshold and no mark exists", not "this batch stepped over it".
 
@@ -15,46 +15,62 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, func, select
 
 from gateway.alerts.events import BUDGET_CROSSED, BUDGET_THRESHOLDS, AlertEvent
-from gateway.alerts.marks import mark_once, marked_periods
+from gateway.alerts.marks import mark_once
 from gateway.alerts.outbox import emit
 from gateway.billing.period import Month
-from gateway.crud.usage import month_tokens
+from gateway.db.models.alert_mark import AlertMark
 from gateway.db.models.tenant import Tenant
+from gateway.db.models.usage import Usage
 
 
 def check_budgets(conn: Connection, rows: Iterable[dict[str, Any]]) -> list[str]:
     """After usage `rows` (dicts with tenant_id and created_at) are inserted: emit what they crossed.
-    Returns the delivery ids written."""
-    months = {(r["tenant_id"], Month.containing(r["created_at"])) for r in rows}
-    if not months:
-        return []
-    tenants = {t for t, _ in months}
-    budgets = {tid: (name, budget) for tid, name, budget in conn.execute(
+    Returns the delivery ids written. At most three reads per month in the batch, whatever its tenants."""
+    months: dict[Month, set[str]] = {}
+    for r in rows:
+        months.setdefault(Month.containing(r["created_at"]), set()).add(r["tenant_id"])
+    out: list[str] = []
+    for month, tenants in sorted(months.items(), key=lambda m: str(m[0])):
+        out += _check_month(conn, month, tenants)
+    return out
+
+
+def _check_month(conn: Connection, month: Month, tenants: set[str]) -> list[str]:
+    budgets = {tid: (name, int(budget)) for tid, name, budget in conn.execute(
         select(Tenant.id, Tenant.name, Tenant.monthly_token_budget)
         .where(Tenant.id.in_(tenants), Tenant.monthly_token_budget.is_not(None), Tenant.monthly_token_budget > 0))}
-    out: list[str] = []
-    for tenant_id, month in sorted(months, key=lambda m: (m[0], str(m[1]))):
-        if tenant_id in budgets:
-            name, budget = budgets[tenant_id]
-            out += _check_one(conn, tenant_id, name, int(budget), month)
-    return out
-
-
-def _check_one(conn: Connection, tenant_id: str, name: str, budget: int, month: Month) -> list[str]:
-    done = marked_periods(conn, kind=BUDGET_CROSSED, subject=tenant_id)
-    open_thresholds = [t for t in BUDGET_THRESHOLDS if f"{month}:{t}" not in done]
-    if not open_thresholds:
+    if not budgets:
         return []
-    used = month_tokens(conn, tenant_id=tenant_id, month=month)  # a Connection answers .scalar() like a Session
+    periods = {f"{month}:{t}": t for t in BUDGET_THRESHOLDS}
+    marked: dict[str, set[int]] = {}
+    for subject, period in conn.execute(select(AlertMark.subject, AlertMark.period).where(
+            AlertMark.kind == BUDGET_CROSSED, AlertMark.subject.in_(budgets), AlertMark.period.in_(periods))):
+        marked.setdefault(subject, set()).add(periods[period])
+    open_ = {tid: [t for t in BUDGET_THRESHOLDS if t not in marked.get(tid, ())] for tid in budgets}
+    open_ = {tid: thresholds for tid, thresholds in open_.items() if thresholds}
+    if not open_:
+        return []
+    used = month_tokens_by_tenant(conn, tenant_ids=set(open_), month=month)
     out: list[str] = []
-    for threshold in open_thresholds:
-        if used * 100 < budget * threshold:
-            break  # thresholds ascend
-        if mark_once(conn, kind=BUDGET_CROSSED, subject=tenant_id, period=f"{month}:{threshold}"):
-            out += emit(conn, AlertEvent(BUDGET_CROSSED, {
-                "tenant_id": tenant_id, "tenant_name": name, "month": str(month), "threshold": threshold,
-                "used_tokens": used, "monthly_token_budget": budget}))
+    for tenant_id in sorted(open_):
+        name, budget = budgets[tenant_id]
+        spent = used.get(tenant_id, 0)
+        for threshold in open_[tenant_id]:
+            if spent * 100 < budget * threshold:
+                break  # thresholds ascend
+            if mark_once(conn, kind=BUDGET_CROSSED, subject=tenant_id, period=f"{month}:{threshold}"):
+                out += emit(conn, AlertEvent(BUDGET_CROSSED, {
+                    "tenant_id": tenant_id, "tenant_name": name, "month": str(month), "threshold": threshold,
+                    "used_tokens": spent, "monthly_token_budget": budget}))
     return out
+
+
+def month_tokens_by_tenant(conn: Connection, *, tenant_ids: set[str], month: Month) -> dict[str, int]:
+    """What gateway.crud.usage.month_tokens counts (prompt + completion tokens), for several tenants at once."""
+    stmt = (select(Usage.tenant_id, func.coalesce(func.sum(Usage.prompt_tokens + Usage.completion_tokens), 0))
+            .where(Usage.tenant_id.in_(tenant_ids), Usage.created_at >= month.start, Usage.created_at < month.end)
+            .group_by(Usage.tenant_id))
+    return {tid: int(total) for tid, total in conn.execute(stmt)}

@@ -2,7 +2,7 @@
 same mark, exactly one insert lands (the primary key); only that one emits the event, in the same transaction."""
 from __future__ import annotations
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, delete
 from sqlalchemy.dialects import postgresql, sqlite
 
 from gateway.db.models.alert_mark import AlertMark
@@ -18,10 +18,6 @@ def mark_once(conn: Connection, *, kind: str, subject: str, period: str) -> bool
             .on_conflict_do_nothing(index_elements=["kind", "subject", "period"])
             .returning(AlertMark.kind))  # rowcount is not reliable here across drivers; a returned row is
     return conn.execute(stmt).first() is not None
-
-
-def marked_periods(conn: Connection, *, kind: str, subject: str) -> set[str]:
-    return set(conn.scalars(select(AlertMark.period).where(AlertMark.kind == kind, AlertMark.subject == subject)))
 
 
 def unmark(conn: Connection, *, kind: str, subject: str, period: str) -> bool:

@@ -92,6 +92,22 @@ async def test_a_raised_budget_does_not_fire_again_that_month_but_a_new_month_do
     assert sorted(crossings(database)) == [("2026-12", 50), ("2027-01", 50)]
 
 
+async def test_one_batch_of_several_tenants_and_months(database, tenant_id):
+    add_webhook(database, "http://127.0.0.1:9/h", ["*"])
+    with database.session() as s:
+        other = create_tenant(s, name="other", monthly_token_budget=100).id
+    book = ledger(database)
+    book.record(rec(tenant_id, 0, tokens=500))
+    book.record(rec(other, 1, tokens=100))
+    book.record(rec(other, 2, tokens=60, when=datetime(2027, 1, 1, tzinfo=UTC)))
+    await book.flush()
+    import json
+    got = sorted((d["tenant_id"] == other, d["month"], d["threshold"])
+                 for d in (json.loads(x.body)["data"] for x in deliveries(database)))
+    assert got == [(False, "2026-12", 50), (True, "2026-12", 50), (True, "2026-12", 80), (True, "2026-12", 100),
+                   (True, "2027-01", 50)]
+
+
 async def test_tenants_without_a_budget_and_webhooks_without_the_event_get_nothing(database, tenant_id):
     add_webhook(database, "http://127.0.0.1:9/h", ["canary.rolled_back"])
     with database.session() as s:
@@ -125,7 +141,7 @@ async def test_racing_checks_mark_each_crossing_once(database, tenant_id):
 async def test_a_failing_budget_check_never_costs_the_usage_rows(database, tenant_id, monkeypatch):
     import gateway.alerts.budget as budget
     add_webhook(database, "http://127.0.0.1:9/h", ["*"])
-    monkeypatch.setattr(budget, "month_tokens", lambda *a, **k: 1 / 0)
+    monkeypatch.setattr(budget, "month_tokens_by_tenant", lambda *a, **k: 1 / 0)
     book = ledger(database)
     book.record(rec(tenant_id, 0, tokens=900))
     await book.flush()

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from gateway.alerts.events import BUDGET_CROSSED, BUDGET_THRESHOLDS, AlertEvent
 from gateway.alerts.marks import mark_once
@@ -24,6 +24,21 @@ from gateway.billing.period import Month
 from gateway.db.models.alert_mark import AlertMark
 from gateway.db.models.tenant import Tenant
 from gateway.db.models.usage import Usage
+from gateway.db.types import UTCDateTime
+
+
+# Built once: a flush pays for running them, not for building them again (most of the cost on a quiet database).
+_BUDGETS = (select(Tenant.id, Tenant.name, Tenant.monthly_token_budget)
+            .where(Tenant.id.in_(bindparam("tenants", expanding=True)), Tenant.monthly_token_budget.is_not(None),
+                   Tenant.monthly_token_budget > 0))
+_MARKS = select(AlertMark.subject, AlertMark.period).where(
+    AlertMark.kind == BUDGET_CROSSED, AlertMark.subject.in_(bindparam("tenants", expanding=True)),
+    AlertMark.period.in_(bindparam("periods", expanding=True)))
+_MONTH_TOKENS = (select(Usage.tenant_id, func.coalesce(func.sum(Usage.prompt_tokens + Usage.completion_tokens), 0))
+                 .where(Usage.tenant_id.in_(bindparam("tenants", expanding=True)),
+                        Usage.created_at >= bindparam("start", type_=UTCDateTime()),
+                        Usage.created_at < bindparam("end", type_=UTCDateTime()))
+                 .group_by(Usage.tenant_id))
 
 
 def check_budgets(conn: Connection, rows: Iterable[dict[str, Any]]) -> list[str]:
@@ -39,15 +54,13 @@ def check_budgets(conn: Connection, rows: Iterable[dict[str, Any]]) -> list[str]
 
 
 def _check_month(conn: Connection, month: Month, tenants: set[str]) -> list[str]:
-    budgets = {tid: (name, int(budget)) for tid, name, budget in conn.execute(
-        select(Tenant.id, Tenant.name, Tenant.monthly_token_budget)
-        .where(Tenant.id.in_(tenants), Tenant.monthly_token_budget.is_not(None), Tenant.monthly_token_budget > 0))}
+    budgets = {tid: (name, int(budget))
+               for tid, name, budget in conn.execute(_BUDGETS, {"tenants": sorted(tenants)})}
     if not budgets:
         return []
     periods = {f"{month}:{t}": t for t in BUDGET_THRESHOLDS}
     marked: dict[str, set[int]] = {}
-    for subject, period in conn.execute(select(AlertMark.subject, AlertMark.period).where(
-            AlertMark.kind == BUDGET_CROSSED, AlertMark.subject.in_(budgets), AlertMark.period.in_(periods))):
+    for subject, period in conn.execute(_MARKS, {"tenants": sorted(budgets), "periods": sorted(periods)}):
         marked.setdefault(subject, set()).add(periods[period])
     open_ = {tid: [t for t in BUDGET_THRESHOLDS if t not in marked.get(tid, ())] for tid in budgets}
     open_ = {tid: thresholds for tid, thresholds in open_.items() if thresholds}
@@ -70,7 +83,5 @@ def _check_month(conn: Connection, month: Month, tenants: set[str]) -> list[str]
 
 def month_tokens_by_tenant(conn: Connection, *, tenant_ids: set[str], month: Month) -> dict[str, int]:
     """What gateway.crud.usage.month_tokens counts (prompt + completion tokens), for several tenants at once."""
-    stmt = (select(Usage.tenant_id, func.coalesce(func.sum(Usage.prompt_tokens + Usage.completion_tokens), 0))
-            .where(Usage.tenant_id.in_(tenant_ids), Usage.created_at >= month.start, Usage.created_at < month.end)
-            .group_by(Usage.tenant_id))
-    return {tid: int(total) for tid, total in conn.execute(stmt)}
+    params = {"tenants": sorted(tenant_ids), "start": month.start, "end": month.end}
+    return {tid: int(total) for tid, total in conn.execute(_MONTH_TOKENS, params)}

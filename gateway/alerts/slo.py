@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, case, func, select
 
 from gateway.alerts.events import SLO_ERROR_RATE, SLO_TTFT_P99, AlertEvent, subscribes
 from gateway.alerts.marks import mark_once, unmark
@@ -40,10 +40,14 @@ def p99(values: list[float]) -> float | None:
     return ordered[max(math.ceil(0.99 * len(ordered)) - 1, 0)]
 
 
-def window_stats(conn: Connection, *, since: datetime) -> WindowStats:
-    rows = conn.execute(select(Usage.status, Usage.ttft_ms).where(Usage.created_at >= since)).all()
-    return WindowStats(len(rows), sum(1 for status, _ in rows if status == "error"),
-                       p99([t for _, t in rows if t is not None]))
+def window_stats(conn: Connection, *, since: datetime, ttft: bool = True) -> WindowStats:
+    """Counts in SQL; the TTFT values (a p99 needs them all) only when `ttft`."""
+    requests, errors = conn.execute(select(func.count(), func.coalesce(func.sum(case((Usage.status == "error", 1),
+                                                                                    else_=0)), 0))
+                                    .where(Usage.created_at >= since)).one()
+    values = list(conn.scalars(select(Usage.ttft_ms).where(Usage.created_at >= since, Usage.ttft_ms.is_not(None)))
+                  ) if ttft else []
+    return WindowStats(int(requests), int(errors), p99(values))
 
 
 # event type -> (threshold key in a webhook's thresholds, the measured value)
@@ -60,7 +64,8 @@ def check_slos(conn: Connection, *, now: datetime, window_s: float, min_requests
               if thresholds.get(key) is not None and subscribes(events, event_type)]
     if not wanted:
         return []
-    stats = window_stats(conn, since=now - timedelta(seconds=window_s))
+    stats = window_stats(conn, since=now - timedelta(seconds=window_s),
+                         ttft=any(event_type == SLO_TTFT_P99 for _, event_type, _ in wanted))
     if stats.requests < min_requests:
         return []  # too little traffic for a verdict either way
     out: list[str] = []

@@ -47,10 +47,10 @@ class SqlRouteStore:
             row.updated_at, row.updated_by = entry.at, entry.actor
             s.add(RouteAudit(at=entry.at, actor=entry.actor, action=entry.action, alias=entry.alias,
                              before=entry.before, after=entry.after, reason=entry.reason))
-            s.flush()  # the audit append last: the chain head stays locked only until the commit
-            append(s, audit_change(entry))
             if self._on_save is not None:
                 self._on_save(s, entry)
+            s.flush()  # the audit append last: the chain head stays locked only until the commit
+            append(s, audit_change(entry))
 
     def audit(self, *, alias: str | None = None, limit: int = 100) -> list[AuditEntry]:
         q = select(RouteAudit).order_by(RouteAudit.id.desc()).limit(limit)

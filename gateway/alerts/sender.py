@@ -17,10 +17,11 @@ async def send(client: httpx.AsyncClient, delivery: Claimed, *, timeout_s: float
     whose error is kept on the delivery. Redirects are not followed: a receiver answers where it was told to.
     `timeout_s` bounds the whole attempt (httpx's own timeouts are per read, so a receiver that trickles bytes
     could outlive the delivery's lease)."""
-    body = delivery.body.encode()
-    headers = {"content-type": "application/json", "user-agent": USER_AGENT, EVENT_ID_HEADER: delivery.id,
-               EVENT_TYPE_HEADER: delivery.event_type, SIGNATURE_HEADER: signature(delivery.secret, body, int(time.time()))}
     try:
+        body = delivery.body.encode()
+        headers = {"content-type": "application/json", "user-agent": USER_AGENT, EVENT_ID_HEADER: delivery.id,
+                   EVENT_TYPE_HEADER: delivery.event_type,
+                   SIGNATURE_HEADER: signature(delivery.secret, body, int(time.time()))}
         async with asyncio.timeout(timeout_s):
             response = await client.post(delivery.url, content=body, headers=headers)
     except TimeoutError:

@@ -10,6 +10,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from gateway.alerts.events import ALL, EVENT_TYPES
 
 
+def _encodable(text: str) -> bool:
+    """False for a lone surrogate (JSON can carry one): the database and the HMAC need real UTF-8."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class Thresholds(BaseModel):
     """SLO thresholds the webhook's slo.* events compare against."""
     model_config = ConfigDict(extra="forbid")
@@ -26,9 +35,18 @@ class WebhookCreate(BaseModel):
     secret: Annotated[str, Field(min_length=16, max_length=200)]
     thresholds: Thresholds = Field(default_factory=Thresholds)
 
+    @field_validator("secret")
+    @classmethod
+    def _printable(cls, secret: str) -> str:
+        if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7f for c in secret) or not _encodable(secret):
+            raise ValueError("must be printable characters, without whitespace")
+        return secret
+
     @field_validator("url")
     @classmethod
     def _http_url(cls, url: str) -> str:
+        if not _encodable(url):
+            raise ValueError("must be an http(s) URL")
         try:
             parts = urlsplit(url)
             parts.port  # noqa: B018  (raises on a port that is not a number)
@@ -36,7 +54,7 @@ class WebhookCreate(BaseModel):
             raise ValueError("must be an http(s) URL") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("must be an http(s) URL with a host")
-        if any(c.isspace() or ord(c) < 0x20 for c in url):
+        if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7f for c in url):
             raise ValueError("must not contain whitespace or control characters")
         return url
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 
 from gateway.alerts.events import PING, AlertEvent
 from gateway.alerts.outbox import emit
@@ -20,6 +20,9 @@ from gateway.schemas.webhooks import (DeliveryList, DeliveryOut, WebhookCreate, 
                                       WebhookOut)
 
 router = APIRouter()
+
+# Ids are "wh_" and 32 hex digits; anything else is simply not found (no NUL reaches PostgreSQL).
+WebhookId = Annotated[str, Path(max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")]
 
 
 def _audited(webhook: Webhook) -> dict:
@@ -50,13 +53,13 @@ def list_all(session: SessionDep) -> WebhookList:
 
 
 @router.get("/webhooks/{webhook_id}", response_model=WebhookOut)
-def read(webhook_id: str, session: SessionDep) -> WebhookOut:
+def read(webhook_id: WebhookId, session: SessionDep) -> WebhookOut:
     """One webhook."""
     return WebhookOut.model_validate(public_view(_webhook_or_404(session, webhook_id)))
 
 
 @router.delete("/webhooks/{webhook_id}", response_model=WebhookDeleted)
-def delete(webhook_id: str, session: SessionDep, auditor: AuditorDep) -> WebhookDeleted:
+def delete(webhook_id: WebhookId, session: SessionDep, auditor: AuditorDep) -> WebhookDeleted:
     """Remove a webhook and its deliveries (pending ones are never sent)."""
     webhook = _webhook_or_404(session, webhook_id)
     before = _audited(webhook)
@@ -68,7 +71,7 @@ def delete(webhook_id: str, session: SessionDep, auditor: AuditorDep) -> Webhook
 
 
 @router.get("/webhooks/{webhook_id}/deliveries", response_model=DeliveryList)
-def deliveries(webhook_id: str, session: SessionDep,
+def deliveries(webhook_id: WebhookId, session: SessionDep,
                status: Annotated[Literal["pending", "delivered", "failed"] | None, Query()] = None,
                limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> DeliveryList:
     """A webhook's deliveries, newest first: status, attempts, last error, next attempt."""
@@ -78,7 +81,7 @@ def deliveries(webhook_id: str, session: SessionDep,
 
 
 @router.post("/webhooks/{webhook_id}/test", status_code=202, response_model=DeliveryOut)
-def test(webhook_id: str, session: SessionDep, services: ServicesDep) -> DeliveryOut:
+def test(webhook_id: WebhookId, session: SessionDep, services: ServicesDep) -> DeliveryOut:
     """Queue a `ping` event to this webhook alone; its delivery shows how the receiver answered."""
     _webhook_or_404(session, webhook_id)
     (delivery_id,) = emit(session.connection(), AlertEvent(PING, {"webhook_id": webhook_id}), only=webhook_id)

@@ -49,13 +49,19 @@ async def test_wildcard_and_duplicate_events(admin_http):
     ({**GOOD, "events": "budget.crossed"}, "events"),
     ({**GOOD, "secret": "short"}, "secret"),
     ({**GOOD, "secret": "x" * 201}, "secret"),
+    ({**GOOD, "secret": "0123456789abcdef\u0000"}, "secret"),
+    ({**GOOD, "secret": "0123456789abcdef\ud800"}, "secret"),
+    ({**GOOD, "secret": "0123456789 abcdef"}, "secret"),
+    ({**GOOD, "url": "https://example.com/\ud800"}, "url"),
     ({k: v for k, v in GOOD.items() if k != "secret"}, "secret"),
     ({**GOOD, "thresholds": {"error_rate": 2}}, "thresholds.error_rate"),
     ({**GOOD, "thresholds": {"latency": 1}}, "thresholds.latency"),
     ({**GOOD, "colour": "red"}, "colour"),
 ])
 async def test_bad_bodies_are_400s_in_openai_shape(admin_http, body, param):
-    r = await admin_http.post("/admin/webhooks", headers=ADMIN, json=body)
+    # Sent as escaped JSON: a lone surrogate ("\ud800") is valid JSON text but no UTF-8.
+    r = await admin_http.post("/admin/webhooks", headers={**ADMIN, "content-type": "application/json"},
+                              content=json.dumps(body))
     assert_openai_error(r, 400, param=param)
     assert (await admin_http.get("/admin/webhooks", headers=ADMIN)).json()["data"] == []
 

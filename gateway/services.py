@@ -255,7 +255,8 @@ def alerts_config(settings: Settings) -> AlertsConfig:
                         timeout_s=settings.alerts_timeout_s, max_attempts=settings.alerts_max_attempts,
                         backoff_s=settings.alerts_backoff_s, backoff_max_s=settings.alerts_backoff_max_s,
                         check_s=settings.alerts_check_s, slo_window_s=settings.alerts_slo_window_s,
-                        slo_min_requests=settings.alerts_slo_min_requests)
+                        slo_min_requests=settings.alerts_slo_min_requests,
+                        retention_s=settings.alerts_retention_days * 86400)
 
 
 def _limits_storage(settings: Settings) -> Storage:

@@ -117,6 +117,7 @@ class Settings(BaseSettings):
     alerts_check_s: float = Field(15.0, gt=0)  # version health and SLO thresholds, checked this often
     alerts_slo_window_s: float = Field(300.0, gt=0)  # the SLOs' sliding window over the usage ledger
     alerts_slo_min_requests: int = Field(20, ge=1)  # fewer rows in the window: no verdict
+    alerts_retention_days: float = Field(30.0, gt=0)  # delivered and failed deliveries are kept this long
 
     @property
     def resolved_spool_dir(self) -> Path:

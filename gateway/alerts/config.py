@@ -20,6 +20,7 @@ class AlertsConfig:
     check_s: float = 15.0
     slo_window_s: float = 300.0
     slo_min_requests: int = 20
+    retention_s: float = 30 * 86400.0  # delivered and failed deliveries older than this are deleted
 
     def __post_init__(self) -> None:
         if self.poll_s <= 0 or self.timeout_s <= 0 or self.backoff_s <= 0 or self.backoff_max_s < self.backoff_s:
@@ -29,7 +30,7 @@ class AlertsConfig:
             raise ValueError("lease_s must exceed timeout_s + poll_s")
         if self.max_attempts < 1 or self.batch < 1:
             raise ValueError("max_attempts and batch must be >= 1")
-        if self.check_s <= 0 or self.slo_window_s <= 0 or self.slo_min_requests < 1:
-            raise ValueError("check_s and slo_window_s must be > 0, slo_min_requests >= 1")
+        if self.check_s <= 0 or self.slo_window_s <= 0 or self.slo_min_requests < 1 or self.retention_s <= 0:
+            raise ValueError("check_s, slo_window_s and retention_s must be > 0, slo_min_requests >= 1")
         if not 0 <= self.jitter < 1:
             raise ValueError("jitter must be in [0, 1)")

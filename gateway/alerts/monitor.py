@@ -1,18 +1,23 @@
-"""The periodic checks: every `check_s`, versions without a healthy replica and the SLO thresholds. Each check
-is its own transaction; a failing one is logged and tried again at the next tick."""
+"""The periodic checks: every `check_s`, versions without a healthy replica and the SLO thresholds, and settled
+deliveries past `retention_s` pruned. Each is its own transaction; a failing one is logged and tried again at
+the next tick."""
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import TypeVar
 
 from gateway.alerts.config import AlertsConfig
 from gateway.alerts.health import check_versions
+from gateway.alerts.outbox import prune
 from gateway.alerts.slo import check_slos
 from gateway.db.database import Database
 from gateway.db.types import utcnow
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class Monitor:
@@ -62,8 +67,13 @@ class Monitor:
             log.exception("alerts: the SLO check failed")
         if written:
             self._on_emitted()
+        try:
+            before = utcnow() - timedelta(seconds=self.config.retention_s)
+            await asyncio.to_thread(self._in_transaction, prune, before=before)
+        except Exception:
+            log.exception("alerts: pruning old deliveries failed")
         return written
 
-    def _in_transaction(self, check, *args, **kw) -> list[str]:
+    def _in_transaction(self, work: Callable[..., T], *args, **kw) -> T:
         with self.database.engine.begin() as conn:
-            return check(conn, *args, **kw)
+            return work(conn, *args, **kw)

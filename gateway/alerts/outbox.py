@@ -8,7 +8,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, or_, select, update
+from sqlalchemy import Connection, delete, or_, select, update
 
 from gateway.alerts.events import PING, AlertEvent, subscribes
 from gateway.db.models.webhook import Webhook
@@ -105,3 +105,13 @@ def settle(conn: Connection, *, delivery_id: str, owner: str, outcome: Outcome, 
     done = conn.execute(update(WebhookDelivery).where(WebhookDelivery.id == delivery_id,
                                                       WebhookDelivery.lease_owner == owner).values(**values))
     return bool(done.rowcount)
+
+
+def prune(conn: Connection, *, before: datetime, limit: int = 1000) -> int:
+    """Delete up to `limit` settled (delivered or failed) deliveries created before `before`; pending ones stay
+    whatever their age. Returns how many went."""
+    old = list(conn.scalars(select(WebhookDelivery.id).where(
+        WebhookDelivery.status.in_(("delivered", "failed")), WebhookDelivery.created_at < before).limit(limit)))
+    if old:
+        conn.execute(delete(WebhookDelivery).where(WebhookDelivery.id.in_(old)))
+    return len(old)

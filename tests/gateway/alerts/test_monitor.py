@@ -111,3 +111,21 @@ async def test_the_monitor_loop_waits_a_period_then_checks(database):
     await asyncio.sleep(0.2)  # more periods: still one
     await monitor.stop()
     assert len(deliveries(database, VERSION_UNHEALTHY)) == 1
+
+
+async def test_settled_deliveries_past_retention_are_pruned_pending_ones_kept(database):
+    from sqlalchemy import update
+
+    from gateway.alerts.events import AlertEvent
+    from gateway.alerts.outbox import emit
+    from gateway.db.models.webhook_delivery import WebhookDelivery
+    add_webhook(database, "http://127.0.0.1:9/h", ["*"])
+    old = utcnow() - timedelta(days=31)
+    with database.engine.begin() as conn:
+        ids = [emit(conn, AlertEvent(VERSION_UNHEALTHY, {"n": n}), now=old)[0] for n in range(3)]
+        emit(conn, AlertEvent(VERSION_UNHEALTHY, {"n": 3}))  # recent
+        conn.execute(update(WebhookDelivery).where(WebhookDelivery.id == ids[0]).values(status="delivered"))
+        conn.execute(update(WebhookDelivery).where(WebhookDelivery.id == ids[1]).values(status="failed"))
+    await Monitor(database, CONFIG).check_once()
+    left = {d.id: d.status for d in deliveries(database)}
+    assert ids[0] not in left and ids[1] not in left and left[ids[2]] == "pending" and len(left) == 2

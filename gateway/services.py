@@ -24,6 +24,7 @@ from gateway.events.bus import EventBus, LocalEventBus
 from gateway.events.events import RouteChanged
 from gateway.events.factory import build_event_bus
 from gateway.events.handlers import ReplicaHandlers
+from gateway.guardrails.store import GuardrailStore
 from gateway.limits.failover import FailoverConfig
 from gateway.limits.limiter import Limiter
 from gateway.limits.storage import Storage
@@ -109,6 +110,7 @@ class Services:
     auth_throttle: AuthThrottle = field(default_factory=AuthThrottle)  # bad keys per client address
     drain: Drain = field(default_factory=Drain)
     recorder: ReplicaRecorder | None = None  # replica-minutes for economics, when the backend can count replicas
+    guardrails: GuardrailStore | None = None  # tenants' guardrail rules (gateway.guardrails); None: none apply
     started_at: float = field(default_factory=time.time)
 
     @classmethod
@@ -135,6 +137,7 @@ class Services:
             salter=CacheSalter(settings.cache_salt_secret or admin_key, enabled=settings.prefix_cache_isolation),
             embedder=embedder,
             events=build_event_bus(settings),
+            guardrails=GuardrailStore(database),
         )
 
     async def start(self) -> None:

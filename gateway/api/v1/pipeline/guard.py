@@ -1,0 +1,157 @@
+"""Guardrails in the pipeline, kept thin: the rules live in gateway.guardrails.
+
+    screen_input: before admission (so the redacted prompt is what is counted, cached, generated and billed):
+                  model access on the name called, deny patterns and PII over every message or the prompt
+    admitted:     after admission: the prompt's exact token count and the routed model; attaches the output rules
+    OutputGuard:  the answer's text through a hold-back filter per completion, streamed or whole
+
+A block is a 400 `content_blocked` naming the rule; a rule that fails refuses the request with a 503
+`guardrail_error` (fail closed) unless it was saved with fail_open."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from gateway.api.errors import APIError
+from gateway.api.v1.pipeline.choices import Choice
+from gateway.api.v1.pipeline.job import Job
+from gateway.api.v1.pipeline.run import Run
+from gateway.guardrails.engine import check_model, check_prompt_tokens
+from gateway.guardrails.errors import ContentBlocked, GuardrailFailed
+from gateway.guardrails.holdback import HoldbackFilter
+from gateway.guardrails.policy import Policy
+from gateway.guardrails.tally import Tally
+from gateway.serving.base import CompletionDelta
+
+HEADER = "x-tollgate-guardrails"
+
+
+def content_blocked(e: ContentBlocked) -> APIError:
+    param = "messages" if e.stage == "input" else None
+    return APIError(400, str(e), code="content_blocked", param=param)
+
+
+def guardrail_failed(e: GuardrailFailed) -> APIError:
+    return APIError(503, str(e), type="server_error", code="guardrail_error")
+
+
+def as_api_error(e: Exception) -> APIError:
+    return content_blocked(e) if isinstance(e, ContentBlocked) else guardrail_failed(e)
+
+
+async def screen_input(svc: Any, principal: Any, job: Job, body: Any = None) -> tuple[Job, Any, Policy | None]:
+    """(job, body, policy) with the input rules applied: the prompt redacted in both the job (what the model
+    sees) and the chat body (what the semantic cache keys on); APIError when a rule blocks or fails."""
+    store = getattr(svc, "guardrails", None)
+    rules = await store.rules_for(principal.tenant_id) if store is not None else ()
+    if not rules:
+        return job, body, None
+    policy = Policy.of(rules, principal.key_id)
+    try:
+        check_model(policy.input_rules, [job.model], policy.tally)
+        if policy.input:
+            _redact_job(job, policy)
+            body = _redact_body(body, policy)
+    except (ContentBlocked, GuardrailFailed) as e:
+        raise as_api_error(e) from None
+    finally:
+        policy.tally.report("input", principal.tenant_id)
+    if job.logprobs is not None and policy.output:
+        # Logprobs carry each token's text: they would send what the output rules hold back or mask.
+        raise APIError(400, "logprobs cannot be returned while output guardrails apply to this key.",
+                       param="logprobs", code="guardrails_logprobs")
+    return job, body, policy
+
+
+def admitted(run: Run, policy: Policy | None) -> None:
+    """The rules that need the admitted request: its exact prompt tokens and the priced model it was routed to.
+    A block here finishes the run unbilled (nothing was generated)."""
+    if policy is None:
+        return
+    before = len(policy.tally.items())
+    try:
+        check_model(policy.input_rules, [run.job.model, run.model], policy.tally)
+        check_prompt_tokens(policy.input_rules, run.prompt_tokens, policy.tally)
+    except ContentBlocked as e:
+        run.finish("refused")
+        raise content_blocked(e) from None
+    finally:
+        if len(policy.tally.items()) != before:
+            policy.tally.report("input", run.principal.tenant_id)
+    run.guardrails = policy
+
+
+def _redact_job(job: Job, policy: Policy) -> None:
+    if job.messages is not None:
+        job.messages = [{**m, "content": policy.input.apply(m["content"], policy.tally, "input")}
+                        for m in job.messages]
+    else:
+        job.prompt = policy.input.apply(job.prompt, policy.tally, "input")
+
+
+def _redact_body(body: Any, policy: Policy) -> Any:
+    """The chat body's messages redacted as the job's were (counted once: in the job's tally)."""
+    messages = getattr(body, "messages", None)
+    if messages is None:
+        return body
+    scratch = Tally()
+
+    def clean(m):
+        if isinstance(m.content, str):
+            return m.model_copy(update={"content": policy.input.apply(m.content, scratch, "input")})
+        if isinstance(m.content, list):
+            parts = [p.model_copy(update={"text": policy.input.apply(p.text, scratch, "input")}) for p in m.content]
+            return m.model_copy(update={"content": parts})
+        return m
+    return body.model_copy(update={"messages": [clean(m) for m in messages]})
+
+
+def header_value(run: Run) -> str | None:
+    """What fired so far: input rules (known before a stream's headers) and, for a whole answer, output rules."""
+    policy = getattr(run, "guardrails", None)
+    if policy is None:
+        return None
+    value = ",".join(h for h in (policy.tally.header(), policy.output_tally.header()) if h)
+    return value or None
+
+
+class OutputGuard:
+    """A run's output rules over its completions' text. `deltas` and `choices` raise ContentBlocked or
+    GuardrailFailed (the caller ends the answer with the matching error)."""
+
+    def __init__(self, run: Run, policy: Policy) -> None:
+        self.run, self.policy = run, policy
+        self._filters: dict[int, HoldbackFilter] = {}
+
+    @classmethod
+    def of(cls, run: Run) -> OutputGuard | None:
+        policy = getattr(run, "guardrails", None)
+        return cls(run, policy) if policy is not None and policy.output else None
+
+    def _filter(self, index: int) -> HoldbackFilter:
+        if index not in self._filters:
+            self._filters[index] = self.policy.output_filter()
+        return self._filters[index]
+
+    def deltas(self, deltas: list[CompletionDelta]) -> list[CompletionDelta]:
+        out = []
+        for d in deltas:
+            f = self._filter(d.index)
+            text = f.feed(d.text)
+            if d.finish_reason is not None:
+                text += f.finish()
+            out.append(dataclasses.replace(d, text=text))
+        return out
+
+    def text(self, index: int) -> str:
+        """What completion `index`'s client was sent (what a cache may keep)."""
+        return self._filter(index).text
+
+    def choices(self, choices: list[Choice]) -> list[Choice]:
+        for c in choices:
+            f = self._filter(c.index)
+            c.parts = [f.feed(c.text) + f.finish()]
+        return choices
+
+    def report(self) -> None:
+        self.policy.output_tally.report("output", self.run.principal.tenant_id)

@@ -1,0 +1,29 @@
+"""IP addresses, v4 and v6, each candidate parsed by `ipaddress` (so 999.1.1.1 and 12:30:45 are not addresses)."""
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterator
+
+from gateway.guardrails.detectors.base import Span
+
+_V4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
+_V6 = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{0,4})(?![\w:]|\.\d)")
+
+
+class IpDetector:
+    name, mask, max_len = "ip", "[IP]", 45
+
+    def spans(self, text: str) -> Iterator[Span]:
+        found = [m.span() for m in _V4.finditer(text) if _valid(ipaddress.IPv4Address, m.group())]
+        found += [m.span() for m in _V6.finditer(text)
+                  if any(c not in ":." for c in m.group()) and _valid(ipaddress.IPv6Address, m.group())]
+        yield from sorted(found)
+
+
+def _valid(kind, s: str) -> bool:
+    try:
+        kind(s)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,64 @@
+"""The streaming side of output guardrails: text goes out only once no match can still grow over it.
+
+Every rule's match is at most `window` characters long, so a character `window` or more behind the end of
+what the model has produced so far can no longer become part of a new match; a match already found that
+reaches past that point holds the cut back to its start. What is released is redacted; a block rule's match
+raises ContentBlocked before any of it is released. `finish` releases the rest at the end of the answer.
+Matching looks back over the last CONTEXT released characters too, so a boundary check (a digit before a
+card number) sees the text as the model wrote it."""
+from __future__ import annotations
+
+from gateway.guardrails.engine import Hit, Screen, redact
+from gateway.guardrails.errors import ContentBlocked
+from gateway.guardrails.tally import Tally
+
+CONTEXT = 64
+
+
+class HoldbackFilter:
+    """One completion's text through a stage's Screen; `feed` and `finish` return what may be sent."""
+
+    def __init__(self, screen: Screen, tally: Tally) -> None:
+        self.screen, self.tally = screen, tally
+        self._raw = ""  # the model's text so far
+        self._sent = 0  # _raw[:_sent] is released (redacted)
+        self.released: list[str] = []  # what the client got: a cache keeps this, never _raw
+
+    @property
+    def held(self) -> int:
+        return len(self._raw) - self._sent
+
+    def feed(self, delta: str) -> str:
+        self._raw += delta
+        return self._release(final=False)
+
+    def finish(self) -> str:
+        return self._release(final=True)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.released)
+
+    def _release(self, *, final: bool) -> str:
+        base = max(0, self._sent - CONTEXT)
+        end = len(self._raw)
+        hits = [Hit(h.rule, h.start + base, h.end + base, h.mask) for h in self.screen.scan(self._raw[base:])]
+        hits = [h for h in hits if h.end > self._sent]  # those wholly released were counted already
+        # A match touching the end may still grow or vanish (a boundary not yet seen): settled only at the end.
+        blocking = next((h for h in hits if h.rule.mode == "block" and (final or h.end < end)), None)
+        if blocking is not None:
+            self.tally.add(blocking.rule)
+            raise ContentBlocked(blocking.rule.name, "output")
+        cut = end if final else end - self.screen.window
+        for h in hits:
+            if h.start < cut < h.end or (not final and h.end == end):
+                cut = min(cut, h.start)
+        cut = max(cut, self._sent)
+        for h in hits:
+            if h.end <= cut:
+                self.tally.add(h.rule)
+        out = redact(self._raw, hits, self._sent, cut)
+        self._sent = cut
+        if out:
+            self.released.append(out)
+        return out

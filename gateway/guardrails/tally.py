@@ -1,0 +1,36 @@
+"""What fired for one request: rule names, modes and counts, never the matched text. It is what the
+x-tollgate-guardrails header says and what the log records, in every mode."""
+from __future__ import annotations
+
+import logging
+
+from gateway.guardrails.rules import Rule
+
+log = logging.getLogger("tollgate.guardrails")
+
+
+class Tally:
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+        self._modes: dict[str, str] = {}
+
+    def add(self, rule: Rule, count: int = 1) -> None:
+        if count > 0:
+            self._counts[rule.name] = self._counts.get(rule.name, 0) + count
+            self._modes[rule.name] = rule.mode
+
+    def __bool__(self) -> bool:
+        return bool(self._counts)
+
+    def items(self) -> list[tuple[str, str, int]]:
+        return [(name, self._modes[name], n) for name, n in self._counts.items()]
+
+    def header(self) -> str:
+        """`name:mode:count`, comma-separated (rule names are restricted to header-safe characters)."""
+        return ",".join(f"{name}:{mode}:{n}" for name, mode, n in self.items())
+
+    def report(self, stage: str, tenant_id: str) -> None:
+        """One log line per rule that fired: its name, mode and count only (log_only means exactly this)."""
+        for name, mode, n in self.items():
+            log.info("guardrail fired", extra={"rule": name, "mode": mode, "stage": stage, "count": n,
+                                               "tenant": tenant_id})

@@ -15,10 +15,12 @@ class IpDetector:
     name, mask, max_len = "ip", "[IP]", 45
 
     def spans(self, text: str) -> Iterator[Span]:
-        found = [m.span() for m in _V4.finditer(text) if _valid(ipaddress.IPv4Address, m.group())]
-        found += [m.span() for m in _V6.finditer(text)
-                  if any(c not in ":." for c in m.group()) and _valid(ipaddress.IPv6Address, m.group())]
-        yield from sorted(found)
+        v6 = [m.span() for m in _V6.finditer(text)
+              if any(c not in ":." for c in m.group()) and _valid(ipaddress.IPv6Address, m.group())]
+        # An IPv4 tail of an IPv6 address (::ffff:10.0.0.1) is part of that address, not one of its own.
+        v4 = [m.span() for m in _V4.finditer(text) if _valid(ipaddress.IPv4Address, m.group())
+              and not any(s <= m.start() < e for s, e in v6)]
+        yield from sorted(v4 + v6)
 
 
 def _valid(kind, s: str) -> bool:

@@ -19,7 +19,7 @@ _KNOWN = re.compile(
     r"|AIza[0-9A-Za-z_-]{35}"
     r"|tg-[A-Za-z0-9_-]{20,200}"
     r")(?![\w-])")
-_TOKEN = re.compile(r"(?<![\w+/=-])[A-Za-z0-9+/_=-]{32,256}(?![\w+/=-])")
+_TOKEN = re.compile(r"(?<![\w+/=-])[A-Za-z0-9+/_-]{32,256}={0,2}(?![\w+/=-])")
 MIN_ENTROPY_BITS = 4.2
 
 
@@ -40,5 +40,5 @@ class SecretDetector:
     def spans(self, text: str) -> Iterator[Span]:
         known = [m.span() for m in _KNOWN.finditer(text)]
         generic = [m.span() for m in _TOKEN.finditer(text) if _random_looking(m.group())
-                   and not any(s <= m.start() < e for s, e in known)]
+                   and not any(m.start() < e and s < m.end() for s, e in known)]
         yield from sorted(known + generic)

@@ -89,6 +89,15 @@ def _redact_job(job: Job, policy: Policy) -> None:
         job.prompt = policy.input.apply(job.prompt, policy.tally, "input")
 
 
+def redacted_messages(policy: Policy | None, messages: list[dict]) -> list[dict]:
+    """`messages` as the input rules redact them (counted in a scratch tally: the job's are the counted
+    ones), for what is kept beside the request (a stored response's conversation)."""
+    if policy is None or not policy.input:
+        return messages
+    scratch = Tally()
+    return [{**m, "content": policy.input.apply(m["content"], scratch, "input")} for m in messages]
+
+
 def _redact_body(body: Any, policy: Policy) -> Any:
     """The chat body's messages redacted as the job's were (counted once: in the job's tally)."""
     messages = getattr(body, "messages", None)

@@ -243,3 +243,43 @@ async def test_prompt_size_model_access_and_key_scope(db):
         assert r.status_code == 200
         assert (await chat(gw, key, "hi")).status_code == 200  # the first key: no rule now
         assert (await chat(gw, second["key"], "hi")).status_code == 400
+
+
+async def test_completions_and_the_responses_api_are_guarded_too(db):
+    async with gateway(db, SPLIT_EMAIL) as gw:
+        _, key = await guarded_tenant(gw, rule("pii-in", "input", "redact"), rule("pii-out", "output", "redact"))
+        auth = {"Authorization": f"Bearer {key}"}
+        r = await gw.http.post("/v1/completions", headers=auth, json={"model": MODEL, "prompt": f"to {EMAIL}"})
+        assert r.json()["choices"][0]["text"] == "Contact [EMAIL] for help."
+        assert gw.backend.received[-1] == "to [EMAIL]"
+
+        r = await gw.http.post("/v1/responses", headers=auth, json={"model": MODEL, "input": f"I am {EMAIL}",
+                                                                    "stream": True})
+        assert "john" not in r.text and "exa" not in r.text.replace("example", "")
+        done = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")][-1]
+        assert done["type"] == "response.completed"
+        assert done["response"]["output"][0]["content"][0]["text"] == "Contact [EMAIL] for help."
+        assert gw.backend.received[-1][-1]["content"] == "I am [EMAIL]"
+
+        r = await gw.http.post("/v1/responses", headers=auth, json={"model": MODEL, "input": f"I am {EMAIL}"})
+        assert r.json()["output"][0]["content"][0]["text"] == "Contact [EMAIL] for help."
+        # The stored conversation (previous_response_id) is the redacted one.
+        r = await gw.http.post("/v1/responses", headers=auth, json={"model": MODEL, "input": "and?",
+                                                                    "previous_response_id": r.json()["id"]})
+        assert EMAIL not in json.dumps(gw.backend.received[-1])
+
+
+async def test_a_cached_answer_is_replayed_through_the_output_rules_in_force_now(db):
+    async with gateway(db, SPLIT_EMAIL, cache=True) as gw:
+        tenant_id, key = make_tenant(gw.url)
+        assert (await chat(gw, key, "Who helps?")).json()["choices"][0]["message"]["content"] == \
+            "Contact john.doe@example.com for help."
+        deadline = time.monotonic() + 10
+        while not gw.services.cache.stats(tenant_id).entries and time.monotonic() < deadline:
+            await gw.http.get("/health")
+        r = await gw.http.put(f"/admin/tenants/{tenant_id}/guardrails", headers=ADMIN,
+                              json=[rule("pii-out", "output", "redact")])
+        assert r.status_code == 200
+        r = await chat(gw, key, "Who helps?", stream=True)
+        assert r.headers["x-tollgate-cache"] == "hit" and EMAIL not in r.text
+        assert streamed_text(events(r)) == "Contact [EMAIL] for help."

@@ -19,6 +19,11 @@ class Tally:
             self._counts[rule.name] = self._counts.get(rule.name, 0) + count
             self._modes[rule.name] = rule.mode
 
+    def merge(self, other: Tally) -> None:
+        for name, mode, n in other.items():
+            self._counts[name] = self._counts.get(name, 0) + n
+            self._modes[name] = mode
+
     def __bool__(self) -> bool:
         return bool(self._counts)
 

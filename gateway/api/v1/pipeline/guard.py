@@ -68,16 +68,16 @@ def admitted(run: Run, policy: Policy | None) -> None:
     A block here finishes the run unbilled (nothing was generated)."""
     if policy is None:
         return
-    before = len(policy.tally.items())
+    late = Tally()  # logged on its own: what screen_input found is logged already
     try:
-        check_model(policy.input_rules, [run.job.model, run.model], policy.tally)
-        check_prompt_tokens(policy.input_rules, run.prompt_tokens, policy.tally)
+        check_model(policy.input_rules, [run.job.model, run.model], late)
+        check_prompt_tokens(policy.input_rules, run.prompt_tokens, late)
     except ContentBlocked as e:
         run.finish("refused")
         raise content_blocked(e) from None
     finally:
-        if len(policy.tally.items()) != before:
-            policy.tally.report("input", run.principal.tenant_id)
+        late.report("input", run.principal.tenant_id)
+        policy.tally.merge(late)
     run.guardrails = policy
 
 

@@ -225,6 +225,9 @@ async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: Generati
             yield sse_event(fmt.usage_chunk())
         if error is not None:
             yield sse_event(error.body())
+        if guard is not None and guard.policy.output_tally:
+            # The header went out before the output rules fired: an SSE comment says it (clients skip comments).
+            yield f": {GUARDRAILS_HEADER}: {guard.policy.output_tally.header()}\n\n"
         yield "data: [DONE]\n\n"
     finally:
         # Runs on a normal end, and when the client leaves (the task is cancelled): abort the

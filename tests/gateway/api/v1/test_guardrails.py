@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import httpx
 import numpy as np
 import pytest
+from openai import AsyncOpenAI
 
 from gateway.guardrails.detectors.registry import DETECTORS
 from gateway.main import create_app
@@ -118,6 +119,13 @@ async def test_output_redact_never_sends_an_email_split_across_deltas(db):
         for fragment in ("jo", "hn", "doe", "exa", "mple", "@"):  # no piece of it, in any chunk
             assert not any(fragment in c.replace("[EMAIL]", "") for c in contents)
         assert "john" not in r.text and "example.com" not in r.text
+        # Output firings come after the headers: a comment line before [DONE] names them (SDKs skip comments).
+        assert ": x-tollgate-guardrails: emails-out:redact:1\n\ndata: [DONE]" in r.text
+        sdk = AsyncOpenAI(base_url="http://gateway/v1", api_key=key, http_client=gw.http)
+        stream = await sdk.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Help?"}],
+                                                   stream=True)
+        assert "".join([c.choices[0].delta.content or "" async for c in stream if c.choices]) == \
+            "Contact [EMAIL] for help."
         whole = await chat(gw, key, "How do I get help?")
         assert whole.json()["choices"][0]["message"]["content"] == "Contact [EMAIL] for help."
         assert whole.headers["x-tollgate-guardrails"] == "emails-out:redact:1"

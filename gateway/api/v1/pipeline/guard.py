@@ -10,6 +10,8 @@ A block is a 400 `content_blocked` naming the rule; a rule that fails refuses th
 from __future__ import annotations
 
 import dataclasses
+import logging
+from contextlib import contextmanager
 from typing import Any
 
 from gateway.api.errors import APIError
@@ -17,13 +19,14 @@ from gateway.api.v1.pipeline.choices import Choice
 from gateway.api.v1.pipeline.job import Job
 from gateway.api.v1.pipeline.run import Run
 from gateway.guardrails.engine import check_model, check_prompt_tokens
-from gateway.guardrails.errors import ContentBlocked, GuardrailFailed
+from gateway.guardrails.errors import ContentBlocked, GuardrailFailed, RuleError
 from gateway.guardrails.holdback import HoldbackFilter
 from gateway.guardrails.policy import Policy
 from gateway.guardrails.tally import Tally
 from gateway.serving.base import CompletionDelta
 
 HEADER = "x-tollgate-guardrails"
+log = logging.getLogger("tollgate.guardrails")
 
 
 def content_blocked(e: ContentBlocked) -> APIError:
@@ -43,7 +46,10 @@ async def screen_input(svc: Any, principal: Any, job: Job, body: Any = None) -> 
     """(job, body, policy) with the input rules applied: the prompt redacted in both the job (what the model
     sees) and the chat body (what the semantic cache keys on); APIError when a rule blocks or fails."""
     store = getattr(svc, "guardrails", None)
-    rules = await store.rules_for(principal.tenant_id) if store is not None else ()
+    try:
+        rules = await store.rules_for(principal.tenant_id) if store is not None else ()
+    except RuleError:  # a saved rule this version cannot run (an entity since removed): fail closed
+        raise guardrail_failed(GuardrailFailed("saved rules")) from None
     if not rules:
         return job, body, None
     policy = Policy.of(rules, principal.key_id)
@@ -143,6 +149,10 @@ class OutputGuard:
         return self._filters[index]
 
     def deltas(self, deltas: list[CompletionDelta]) -> list[CompletionDelta]:
+        with _closed_on_failure():
+            return self._deltas(deltas)
+
+    def _deltas(self, deltas: list[CompletionDelta]) -> list[CompletionDelta]:
         out = []
         for d in deltas:
             f = self._filter(d.index)
@@ -157,10 +167,24 @@ class OutputGuard:
         return self._filter(index).text
 
     def choices(self, choices: list[Choice]) -> list[Choice]:
-        for c in choices:
-            f = self._filter(c.index)
-            c.parts = [f.feed(c.text) + f.finish()]
+        with _closed_on_failure():
+            for c in choices:
+                f = self._filter(c.index)
+                c.parts = [f.feed(c.text) + f.finish()]
         return choices
 
     def report(self) -> None:
         self.policy.output_tally.report("output", self.run.principal.tenant_id)
+
+
+@contextmanager
+def _closed_on_failure():
+    """The filter's own faults refuse the answer as a failing rule's do (never a raw answer, never a 500 that
+    leaves the run unfinished); the exception's message may quote the text, so only its type is logged."""
+    try:
+        yield
+    except (ContentBlocked, GuardrailFailed):
+        raise
+    except Exception as e:
+        log.error("output guardrail filter failed; answer refused (fail closed)", extra={"error": type(e).__name__})
+        raise GuardrailFailed("output filter") from None

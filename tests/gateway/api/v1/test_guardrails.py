@@ -17,6 +17,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from gateway.guardrails.detectors.registry import DETECTORS
+from gateway.guardrails.holdback import HoldbackFilter
 from gateway.main import create_app
 from gateway.serving.base import GenerationChunk, GenerationRequest
 from tests.gateway.conftest import gateway_settings
@@ -232,6 +233,14 @@ async def test_a_guardrail_that_raises_refuses_the_request_unless_it_fails_open(
 
         _, key = await guarded_tenant(gw, rule("pii-open", "input", "redact", entities=["email"], fail_open=True))
         assert (await chat(gw, key, "hello")).status_code == 200
+
+        # The filter's own fault (not a rule's) refuses the answer too, whole or streamed.
+        monkeypatch.setattr(HoldbackFilter, "_release", lambda self, final: 1 / 0)
+        _, key = await guarded_tenant(gw, rule("pii-out2", "output", "log_only", entities=["card"]))
+        r = await chat(gw, key, "hello")
+        assert r.status_code == 503 and r.json()["error"]["code"] == "guardrail_error" and "john" not in r.text
+        evs = events(await chat(gw, key, "hello", stream=True))
+        assert evs[-2]["error"]["code"] == "guardrail_error" and streamed_text(evs) == ""
 
 
 async def test_prompt_size_model_access_and_key_scope(db):

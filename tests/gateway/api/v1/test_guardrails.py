@@ -266,9 +266,11 @@ async def test_completions_and_the_responses_api_are_guarded_too(db):
     async with gateway(db, SPLIT_EMAIL) as gw:
         _, key = await guarded_tenant(gw, rule("pii-in", "input", "redact"), rule("pii-out", "output", "redact"))
         auth = {"Authorization": f"Bearer {key}"}
-        r = await gw.http.post("/v1/completions", headers=auth, json={"model": MODEL, "prompt": f"to {EMAIL}"})
+        r = await gw.http.post("/v1/completions", headers=auth, json={"model": MODEL, "prompt": f"to {CARD}"})
         assert r.json()["choices"][0]["text"] == "Contact [EMAIL] for help."
-        assert gw.backend.received[-1] == "to [EMAIL]"
+        assert gw.backend.received[-1] == "to [CARD]"
+        # Counted and billed as the model saw it: the canned tokenizer counts words, 2 here, 5 in the raw prompt.
+        assert r.json()["usage"]["prompt_tokens"] == 2
 
         r = await gw.http.post("/v1/responses", headers=auth, json={"model": MODEL, "input": f"I am {EMAIL}",
                                                                     "stream": True})

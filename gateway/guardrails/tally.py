@@ -3,10 +3,13 @@ x-tollgate-guardrails header says and what the log records, in every mode."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from gateway.guardrails.rules import Rule
 
 log = logging.getLogger("tollgate.guardrails")
+
+Count = Callable[[str, str, str, int], None]  # (tenant_id, stage, mode, matches)
 
 
 class Tally:
@@ -34,8 +37,11 @@ class Tally:
         """`name:mode:count`, comma-separated (rule names are restricted to header-safe characters)."""
         return ",".join(f"{name}:{mode}:{n}" for name, mode, n in self.items())
 
-    def report(self, stage: str, tenant_id: str) -> None:
-        """One log line per rule that fired: its name, mode and count only (log_only means exactly this)."""
+    def report(self, stage: str, tenant_id: str, count: Count | None = None) -> None:
+        """One log line per rule that fired: its name, mode and count only (log_only means exactly this);
+        `count(tenant_id, stage, mode, n)` feeds a metric."""
         for name, mode, n in self.items():
             log.info("guardrail fired", extra={"rule": name, "mode": mode, "stage": stage, "count": n,
                                                "tenant": tenant_id})
+            if count is not None:
+                count(tenant_id, stage, mode, n)

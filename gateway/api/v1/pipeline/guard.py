@@ -61,7 +61,7 @@ async def screen_input(svc: Any, principal: Any, job: Job, body: Any = None) -> 
     except (ContentBlocked, GuardrailFailed) as e:
         raise as_api_error(e) from None
     finally:
-        policy.tally.report("input", principal.tenant_id)
+        policy.tally.report("input", principal.tenant_id, _counter(svc))
     if job.logprobs is not None and policy.output:
         # Logprobs carry each token's text: they would send what the output rules hold back or mask.
         raise APIError(400, "logprobs cannot be returned while output guardrails apply to this key.",
@@ -82,9 +82,17 @@ def admitted(run: Run, policy: Policy | None) -> None:
         run.finish("refused")
         raise content_blocked(e) from None
     finally:
-        late.report("input", run.principal.tenant_id)
+        late.report("input", run.principal.tenant_id, _counter(run.svc))
         policy.tally.merge(late)
     run.guardrails = policy
+
+
+def _counter(svc: Any):
+    """The matches metric (tollgate_guardrail_matches_total), where the services have metrics."""
+    metrics = getattr(svc, "metrics", None)
+    if metrics is None:
+        return None
+    return lambda tenant_id, stage, mode, n: metrics.guardrails.labels(tenant_id, stage, mode).inc(n)
 
 
 def _redact_job(job: Job, policy: Policy) -> None:
@@ -174,7 +182,7 @@ class OutputGuard:
         return choices
 
     def report(self) -> None:
-        self.policy.output_tally.report("output", self.run.principal.tenant_id)
+        self.policy.output_tally.report("output", self.run.principal.tenant_id, _counter(self.run.svc))
 
 
 @contextmanager

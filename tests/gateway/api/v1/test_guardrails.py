@@ -130,6 +130,8 @@ async def test_output_redact_never_sends_an_email_split_across_deltas(db):
         whole = await chat(gw, key, "How do I get help?")
         assert whole.json()["choices"][0]["message"]["content"] == "Contact [EMAIL] for help."
         assert whole.headers["x-tollgate-guardrails"] == "emails-out:redact:1"
+        scraped = gw.services.metrics.render().decode()
+        assert 'tollgate_guardrail_matches_total{mode="redact",stage="output"} 3.0' in scraped
 
 
 async def test_output_block_ends_the_stream_with_an_error_event_then_done_and_bills_the_tokens(db):

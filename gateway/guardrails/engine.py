@@ -35,6 +35,14 @@ class Screen:
     def __bool__(self) -> bool:
         return bool(self.rules)
 
+    def open_from(self, text: str) -> int:
+        """The earliest index at which a match that more text could complete may start: what a stream must
+        still hold back. A deny pattern (any RE2) can only be bounded by its window; each PII entity knows
+        which text ends could still grow into one (a word could be an address's local part, a digit a card's
+        first), so prose that cannot is released at once."""
+        end = len(text)
+        return min((_open_from(r, text) for r in self.rules), default=end)
+
     def scan(self, text: str) -> list[Hit]:
         """Every rule's matches in `text`, by start; GuardrailFailed when a fail-closed rule raises."""
         hits: list[Hit] = []
@@ -61,6 +69,12 @@ class Screen:
         if blocking is not None:
             raise ContentBlocked(blocking.rule.name, stage)
         return redact(text, hits)
+
+
+def _open_from(rule: Rule, text: str) -> int:
+    if rule.kind == "deny_pattern":
+        return max(0, len(text) - rule.max_match + 1)
+    return min(DETECTORS[name].open_from(text) for name in rule.entities)
 
 
 def _hits(rule: Rule, text: str) -> Iterable[Hit]:

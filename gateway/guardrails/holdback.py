@@ -1,11 +1,12 @@
 """The streaming side of output guardrails: text goes out only once no match can still grow over it.
 
-Every rule's match is at most `window` characters long, so a character `window` or more behind the end of
-what the model has produced so far can no longer become part of a new match; a match already found that
-reaches past that point holds the cut back to its start. What is released is redacted; a block rule's match
-raises ContentBlocked before any of it is released. `finish` releases the rest at the end of the answer.
-Matching looks back over the last CONTEXT released characters too, so a boundary check (a digit before a
-card number) sees the text as the model wrote it."""
+A match still to come includes text not yet produced, so it starts no earlier than `Screen.open_from`: no
+more than a rule's longest match behind the end (a deny pattern's window, an entity's max_len), and, for PII,
+no earlier than the text end that could still become one (prose is released at once; "jo" is held, since it
+could be an address's start). A match already found that reaches past that point holds the cut back to its
+start. What is released is redacted; a block rule's match raises ContentBlocked before any of it is released.
+`finish` releases the rest at the end of the answer. Matching looks back over the last CONTEXT released
+characters too, so a boundary check (a digit before a card number) sees the text as the model wrote it."""
 from __future__ import annotations
 
 from gateway.guardrails.engine import Hit, Screen, redact
@@ -49,7 +50,7 @@ class HoldbackFilter:
         if blocking is not None:
             self.tally.add(blocking.rule)
             raise ContentBlocked(blocking.rule.name, "output")
-        cut = end if final else end - self.screen.window
+        cut = end if final else base + self.screen.open_from(self._raw[base:])
         for h in hits:
             if h.start < cut < h.end or (not final and h.end == end):
                 cut = min(cut, h.start)

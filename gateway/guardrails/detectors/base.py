@@ -3,6 +3,7 @@ from it), and the spans of its entity in a text, validated (a checksum, an addre
 a validity rule, so that near misses are not reported."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Protocol
 
@@ -16,6 +17,19 @@ class Detector(Protocol):
 
     def spans(self, text: str) -> Iterator[Span]:
         ...
+
+    def open_from(self, text: str) -> int:
+        """The earliest index at which a match that more text could complete may start (len(text): none)."""
+        ...
+
+
+def open_from(open_tail: re.Pattern, text: str, max_len: int) -> int:
+    """Where a match still to come could start, given `open_tail`: a pattern for every text end that is a prefix
+    of a match (anchored at $). A future match also spans at most max_len characters, more text included."""
+    end = len(text)
+    earliest = max(0, end - max_len + 1)
+    m = open_tail.search(text, earliest)
+    return m.start() if m else end
 
 
 def digits(s: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gateway.guardrails.detectors.base import Span, digits
+from gateway.guardrails.detectors.base import Span, digits, open_from
 
 _CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d]|-\d)")
 
@@ -21,8 +21,15 @@ def luhn_ok(number: str) -> bool:
     return total % 10 == 0
 
 
+# A text's end that could still become a card number: digits, spaces and dashes from a digit.
+_OPEN = re.compile(r"\d[\d -]*$")
+
+
 class CardDetector:
     name, mask, max_len = "card", "[CARD]", 37
+
+    def open_from(self, text: str) -> int:
+        return open_from(_OPEN, text, self.max_len)
 
     def spans(self, text: str) -> Iterator[Span]:
         for m in _CARD.finditer(text):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gateway.guardrails.detectors.base import Span
+from gateway.guardrails.detectors.base import Span, open_from
 
 _IBAN = re.compile(r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{1,4}){3,8}(?![A-Za-z0-9])")
 
@@ -17,8 +17,15 @@ def mod97_ok(iban: str) -> bool:
     return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
 
 
+# A text's end that could still become an IBAN: a capital, a country code, its check digits, then groups.
+_OPEN = re.compile(r"[A-Z](?:[A-Z](?:\d(?:\d[A-Z0-9 ]*)?)?)?$")
+
+
 class IbanDetector:
     name, mask, max_len = "iban", "[IBAN]", 42
+
+    def open_from(self, text: str) -> int:
+        return open_from(_OPEN, text, self.max_len)
 
     def spans(self, text: str) -> Iterator[Span]:
         for m in _IBAN.finditer(text):

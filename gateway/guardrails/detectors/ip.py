@@ -5,14 +5,21 @@ import ipaddress
 import re
 from collections.abc import Iterator
 
-from gateway.guardrails.detectors.base import Span
+from gateway.guardrails.detectors.base import Span, open_from
 
 _V4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
 _V6 = re.compile(r"(?<![\w:.])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:(?:\d{1,3}\.){3}\d{1,3}|[0-9A-Fa-f]{0,4})(?![\w:]|\.\d)")
 
 
+# A text's end that could still become an address: hex digits, colons and dots.
+_OPEN = re.compile(r"[0-9A-Fa-f:][0-9A-Fa-f:.]*$")
+
+
 class IpDetector:
     name, mask, max_len = "ip", "[IP]", 45
+
+    def open_from(self, text: str) -> int:
+        return open_from(_OPEN, text, self.max_len)
 
     def spans(self, text: str) -> Iterator[Span]:
         v6 = [m.span() for m in _V6.finditer(text)

@@ -6,13 +6,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gateway.guardrails.detectors.base import Span, digits
+from gateway.guardrails.detectors.base import Span, digits, open_from
 
 _PHONE = re.compile(r"(?<![\w+.-])(\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]?\d{2,4}){1,5}(?![\w-]|\.\d)")
 
 
+# A text's end that could still become a number: from a "+", "(" or digit, only number characters.
+_OPEN = re.compile(r"[+(\d][\d() .+-]*$")
+
+
 class PhoneDetector:
     name, mask, max_len = "phone", "[PHONE]", 40
+
+    def open_from(self, text: str) -> int:
+        return open_from(_OPEN, text, self.max_len)
 
     def spans(self, text: str) -> Iterator[Span]:
         for m in _PHONE.finditer(text):

@@ -8,7 +8,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 
-from gateway.guardrails.detectors.base import Span
+from gateway.guardrails.detectors.base import Span, open_from
 
 _KNOWN = re.compile(
     r"(?<![\w-])(?:"
@@ -34,8 +34,15 @@ def _random_looking(token: str) -> bool:
             and entropy(token) >= MIN_ENTROPY_BITS)
 
 
+# A text's end that could still become a key: every shape above is made of these characters.
+_OPEN = re.compile(r"[A-Za-z0-9+/_=-]+$")
+
+
 class SecretDetector:
     name, mask, max_len = "secret", "[SECRET]", 256
+
+    def open_from(self, text: str) -> int:
+        return open_from(_OPEN, text, self.max_len)
 
     def spans(self, text: str) -> Iterator[Span]:
         known = [m.span() for m in _KNOWN.finditer(text)]

@@ -21,8 +21,11 @@ KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 MAX_RULES = 100
 _NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")  # shown in errors and the x-tollgate-guardrails header
-_FIELDS = {"name", "stage", "kind", "mode", "pattern", "entities", "limit", "allow_models", "deny_models",
-           "key_id", "fail_open"}
+_COMMON = {"name", "stage", "kind", "mode", "key_id", "fail_open"}
+_FIELDS = _COMMON | {"pattern", "entities", "limit", "allow_models", "deny_models"}
+# The fields each kind reads; another kind's field on a rule is refused, not silently ignored.
+_KIND_FIELDS = {"deny_pattern": {"pattern"}, "pii": {"entities"}, "max_prompt_tokens": {"limit"},
+                "model_access": {"allow_models", "deny_models"}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,9 @@ def parse_rule(raw: Any, where: str = "rule") -> Rule:
     if not _NAME.fullmatch(name):
         raise RuleError("name: 1-64 letters, digits, or _ . : -", f"{where}.name")
     kind = _choice(raw, "kind", tuple(KINDS), where)
+    foreign = sorted(set(raw) - _COMMON - _KIND_FIELDS[kind])
+    if foreign:
+        raise RuleError(f"{foreign[0]!r} does not apply to a {kind} rule.", f"{where}.{foreign[0]}")
     stages, modes = KINDS[kind]
     stage = _choice(raw, "stage", stages, where)
     mode = _choice(raw, "mode", modes, where)

@@ -26,7 +26,8 @@ def test_valid_rules_round_trip():
     ({"kind": "magic"}, "rules[0].kind"), ({"stage": "middle"}, "rules[0].stage"),
     ({"mode": "shout"}, "rules[0].mode"), ({"entities": ["dna"]}, "rules[0].entities"),
     ({"entities": []}, "rules[0].entities"), ({"name": "has space"}, "rules[0].name"),
-    ({"colour": "red"}, "rules[0].colour"), ({"fail_open": "yes"}, "rules[0].fail_open")])
+    ({"colour": "red"}, "rules[0].colour"), ({"fail_open": "yes"}, "rules[0].fail_open"),
+    ({"limit": 5}, "rules[0].limit"), ({"pattern": "x"}, "rules[0].pattern")])
 def test_a_bad_field_is_named(change, param):
     assert refused([{**EMAIL_OUT, **change}]).param == param
 

@@ -29,9 +29,11 @@ HEADER = "x-tollgate-guardrails"
 log = logging.getLogger("tollgate.guardrails")
 
 
-def content_blocked(e: ContentBlocked) -> APIError:
+def content_blocked(e: ContentBlocked, fired: Tally | None = None) -> APIError:
+    """400 naming the rule; `fired` (what matched so far) goes in x-tollgate-guardrails, as on an answer."""
     param = "messages" if e.stage == "input" else None
-    return APIError(400, str(e), code="content_blocked", param=param)
+    headers = {HEADER: fired.header()[:1024]} if fired else None
+    return APIError(400, str(e), code="content_blocked", param=param, headers=headers)
 
 
 def guardrail_failed(e: GuardrailFailed) -> APIError:
@@ -58,8 +60,10 @@ async def screen_input(svc: Any, principal: Any, job: Job, body: Any = None) -> 
         if policy.input:
             _redact_job(job, policy)
             body = _redact_body(body, policy)
-    except (ContentBlocked, GuardrailFailed) as e:
-        raise as_api_error(e) from None
+    except ContentBlocked as e:
+        raise content_blocked(e, policy.tally) from None
+    except GuardrailFailed as e:
+        raise guardrail_failed(e) from None
     finally:
         policy.tally.report("input", principal.tenant_id, _counter(svc))
     if job.logprobs is not None and policy.output:
@@ -80,10 +84,11 @@ def admitted(run: Run, policy: Policy | None) -> None:
         check_prompt_tokens(policy.input_rules, run.prompt_tokens, late)
     except ContentBlocked as e:
         run.finish("refused")
-        raise content_blocked(e) from None
+        policy.tally.merge(late)
+        raise content_blocked(e, policy.tally) from None
     finally:
         late.report("input", run.principal.tenant_id, _counter(run.svc))
-        policy.tally.merge(late)
+    policy.tally.merge(late)
     run.guardrails = policy
 
 

@@ -4,6 +4,7 @@ with a clean error event, input rules redact before the model and the semantic c
 it unbilled, no mode ever writes PII to the logs, and a guardrail that raises refuses the request."""
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -161,6 +162,7 @@ async def test_an_input_block_is_a_400_naming_the_rule_and_nothing_is_billed(db)
         r = await chat(gw, key, "my Password is hunter2")
         assert r.status_code == 400
         assert r.json()["error"]["code"] == "content_blocked" and "no-passwords" in r.json()["error"]["message"]
+        assert r.headers["x-tollgate-guardrails"] == "no-passwords:block:1"
         assert gw.backend.received == []
         assert (await chat(gw, key, "hello")).status_code == 200  # the tenant's next request is fine
         assert [row.status for row in wait_usage_rows(gw.url, tenant_id, 1)] == ["ok"]
@@ -304,3 +306,17 @@ async def test_a_cached_answer_is_replayed_through_the_output_rules_in_force_now
         r = await chat(gw, key, "Who helps?", stream=True)
         assert r.headers["x-tollgate-cache"] == "hit" and EMAIL not in r.text
         assert streamed_text(events(r)) == "Contact [EMAIL] for help."
+
+
+async def test_a_change_saved_on_one_replica_is_in_force_on_another_within_the_store_ttl(db):
+    async with gateway(db, ["ok"]) as a, gateway(db, ["ok"]) as b:
+        tenant_id, key = make_tenant(a.url)
+        assert (await chat(b, key, "say hi")).status_code == 200  # b now holds "no rules" for the tenant
+        r = await a.http.put(f"/admin/tenants/{tenant_id}/guardrails", headers=ADMIN,
+                             json=[rule("no-hi", "input", "block", kind="deny_pattern", pattern="hi")])
+        assert r.status_code == 200
+        assert (await chat(a, key, "say hi")).status_code == 400  # where it was saved: at once
+        saved, ttl = time.monotonic(), b.services.guardrails.config.ttl_s
+        while (await chat(b, key, "say hi")).status_code != 400:
+            assert time.monotonic() - saved < ttl + 1, "the other replica never applied the rule"
+            await asyncio.sleep(0.1)

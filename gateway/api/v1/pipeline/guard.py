@@ -9,12 +9,14 @@ A block is a 400 `content_blocked` naming the rule; a rule that fails refuses th
 `guardrail_error` (fail closed) unless it was saved with fail_open."""
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from contextlib import contextmanager
 from typing import Any
 
 from gateway.api.errors import APIError
+from gateway.api.v1.pipeline.admit import OFFLOAD_PROMPT_BYTES
 from gateway.api.v1.pipeline.choices import Choice
 from gateway.api.v1.pipeline.job import Job
 from gateway.api.v1.pipeline.run import Run
@@ -58,8 +60,7 @@ async def screen_input(svc: Any, principal: Any, job: Job, body: Any = None) -> 
     try:
         check_model(policy.input_rules, [job.model], policy.tally)
         if policy.input:
-            _redact_job(job, policy)
-            body = _redact_body(body, policy)
+            body = await _redact(job, body, policy)
     except ContentBlocked as e:
         raise content_blocked(e, policy.tally) from None
     except GuardrailFailed as e:
@@ -98,6 +99,17 @@ def _counter(svc: Any):
     if metrics is None:
         return None
     return lambda tenant_id, stage, mode, n: metrics.guardrails.labels(tenant_id, stage, mode).inc(n)
+
+
+async def _redact(job: Job, body: Any, policy: Policy) -> Any:
+    """Redact the job in place and return the body redacted; a large prompt off the event loop, as admission
+    tokenizes one."""
+    def both() -> Any:
+        _redact_job(job, policy)
+        return _redact_body(body, policy)
+    if job.prompt_bytes() > OFFLOAD_PROMPT_BYTES:
+        return await asyncio.to_thread(both)
+    return both()
 
 
 def _redact_job(job: Job, policy: Policy) -> None:

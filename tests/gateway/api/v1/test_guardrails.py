@@ -320,3 +320,10 @@ async def test_a_change_saved_on_one_replica_is_in_force_on_another_within_the_s
         while (await chat(b, key, "say hi")).status_code != 400:
             assert time.monotonic() - saved < ttl + 1, "the other replica never applied the rule"
             await asyncio.sleep(0.1)
+
+
+async def test_a_large_prompt_is_redacted_too(db):
+    async with gateway(db, ["ok"]) as gw:
+        _, key = await guarded_tenant(gw, rule("pii-in", "input", "redact"))
+        r = await chat(gw, key, "x" * 17_000 + " " + EMAIL)  # past OFFLOAD_PROMPT_BYTES: redacted in a thread
+        assert r.status_code == 200 and gw.backend.received[-1][-1]["content"].endswith(" [EMAIL]")

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from gateway.api.v1.pipeline.choices import Choice
-from gateway.api.v1.pipeline.guard import OutputGuard, as_api_error
+from gateway.api.v1.pipeline.guard import as_api_error
+from gateway.api.v1.pipeline.output_guard import OutputGuard
 from gateway.api.v1.pipeline.respond import Format, Keep, headers, sse_event
 from gateway.api.v1.pipeline.run import Run
 from gateway.cache import CacheLookup, CacheRequest, SemanticCache, TenantCachePolicy

@@ -3,32 +3,25 @@
     screen_input: before admission (so the redacted prompt is what is counted, cached, generated and billed):
                   model access on the name called, deny patterns and PII over every message or the prompt
     admitted:     after admission: the prompt's exact token count and the routed model; attaches the output rules
-    OutputGuard:  the answer's text through a hold-back filter per completion, streamed or whole
+    (output_guard.OutputGuard: the answer's text through a hold-back filter per completion, streamed or whole)
 
 A block is a 400 `content_blocked` naming the rule; a rule that fails refuses the request with a 503
 `guardrail_error` (fail closed) unless it was saved with fail_open."""
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import logging
-from contextlib import contextmanager
 from typing import Any
 
 from gateway.api.errors import APIError
 from gateway.api.v1.pipeline.admit import OFFLOAD_PROMPT_BYTES
-from gateway.api.v1.pipeline.choices import Choice
 from gateway.api.v1.pipeline.job import Job
 from gateway.api.v1.pipeline.run import Run
 from gateway.guardrails.engine import check_model, check_prompt_tokens
 from gateway.guardrails.errors import ContentBlocked, GuardrailFailed, RuleError
-from gateway.guardrails.holdback import HoldbackFilter
 from gateway.guardrails.policy import Policy
 from gateway.guardrails.tally import Tally
-from gateway.serving.base import CompletionDelta
 
 HEADER = "x-tollgate-guardrails"
-log = logging.getLogger("tollgate.guardrails")
 
 
 def content_blocked(e: ContentBlocked, fired: Tally | None = None) -> APIError:
@@ -66,7 +59,7 @@ async def screen_input(svc: Any, principal: Any, job: Job, body: Any = None) -> 
     except GuardrailFailed as e:
         raise guardrail_failed(e) from None
     finally:
-        policy.tally.report("input", principal.tenant_id, _counter(svc))
+        policy.tally.report("input", principal.tenant_id, counter(svc))
     if job.logprobs is not None and policy.output:
         # Logprobs carry each token's text: they would send what the output rules hold back or mask.
         raise APIError(400, "logprobs cannot be returned while output guardrails apply to this key.",
@@ -88,12 +81,12 @@ def admitted(run: Run, policy: Policy | None) -> None:
         policy.tally.merge(late)
         raise content_blocked(e, policy.tally) from None
     finally:
-        late.report("input", run.principal.tenant_id, _counter(run.svc))
+        late.report("input", run.principal.tenant_id, counter(run.svc))
     policy.tally.merge(late)
     run.guardrails = policy
 
 
-def _counter(svc: Any):
+def counter(svc: Any):
     """The matches metric (tollgate_guardrail_matches_total), where the services have metrics."""
     metrics = getattr(svc, "metrics", None)
     if metrics is None:
@@ -153,63 +146,3 @@ def header_value(run: Run) -> str | None:
         return None
     value = ",".join(h for h in (policy.tally.header(), policy.output_tally.header()) if h)
     return value or None
-
-
-class OutputGuard:
-    """A run's output rules over its completions' text. `deltas` and `choices` raise ContentBlocked or
-    GuardrailFailed (the caller ends the answer with the matching error)."""
-
-    def __init__(self, run: Run, policy: Policy) -> None:
-        self.run, self.policy = run, policy
-        self._filters: dict[int, HoldbackFilter] = {}
-
-    @classmethod
-    def of(cls, run: Run) -> OutputGuard | None:
-        policy = getattr(run, "guardrails", None)
-        return cls(run, policy) if policy is not None and policy.output else None
-
-    def _filter(self, index: int) -> HoldbackFilter:
-        if index not in self._filters:
-            self._filters[index] = self.policy.output_filter()
-        return self._filters[index]
-
-    def deltas(self, deltas: list[CompletionDelta]) -> list[CompletionDelta]:
-        with _closed_on_failure():
-            return self._deltas(deltas)
-
-    def _deltas(self, deltas: list[CompletionDelta]) -> list[CompletionDelta]:
-        out = []
-        for d in deltas:
-            f = self._filter(d.index)
-            text = f.feed(d.text)
-            if d.finish_reason is not None:
-                text += f.finish()
-            out.append(dataclasses.replace(d, text=text))
-        return out
-
-    def text(self, index: int) -> str:
-        """What completion `index`'s client was sent (what a cache may keep)."""
-        return self._filter(index).text
-
-    def choices(self, choices: list[Choice]) -> list[Choice]:
-        with _closed_on_failure():
-            for c in choices:
-                f = self._filter(c.index)
-                c.parts = [f.feed(c.text) + f.finish()]
-        return choices
-
-    def report(self) -> None:
-        self.policy.output_tally.report("output", self.run.principal.tenant_id, _counter(self.run.svc))
-
-
-@contextmanager
-def _closed_on_failure():
-    """The filter's own faults refuse the answer as a failing rule's do (never a raw answer, never a 500 that
-    leaves the run unfinished); the exception's message may quote the text, so only its type is logged."""
-    try:
-        yield
-    except (ContentBlocked, GuardrailFailed):
-        raise
-    except Exception as e:
-        log.error("output guardrail filter failed; answer refused (fail closed)", extra={"error": type(e).__name__})
-        raise GuardrailFailed("output filter") from None

@@ -17,7 +17,8 @@ from gateway.api.errors import APIError
 from gateway.api.v1.pipeline.choices import Choice, Choices
 from gateway.api.v1.pipeline.generate import gateway_timeout, generation_failed, open_generation
 from gateway.api.v1.pipeline.guard import HEADER as GUARDRAILS_HEADER
-from gateway.api.v1.pipeline.guard import OutputGuard, as_api_error, header_value
+from gateway.api.v1.pipeline.guard import as_api_error, header_value
+from gateway.api.v1.pipeline.output_guard import OutputGuard
 from gateway.api.v1.pipeline.run import Run
 from gateway.guardrails.errors import ContentBlocked, GuardrailFailed
 from gateway.schemas.openai import Usage

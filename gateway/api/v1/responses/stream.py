@@ -22,7 +22,8 @@ from pydantic import BaseModel
 from gateway.api.errors import APIError
 from gateway.api.v1.pipeline.choices import Choices
 from gateway.api.v1.pipeline.generate import gateway_timeout, generation_failed
-from gateway.api.v1.pipeline.guard import OutputGuard, as_api_error
+from gateway.api.v1.pipeline.guard import as_api_error
+from gateway.api.v1.pipeline.output_guard import OutputGuard
 from gateway.api.v1.pipeline.respond import Keep, _quota_ran_out
 from gateway.api.v1.pipeline.run import Run
 from gateway.api.v1.responses.format import ResponsesFormat

@@ -24,9 +24,9 @@ from gateway.guardrails.tally import Tally
 HEADER = "x-tollgate-guardrails"
 
 
-def content_blocked(e: ContentBlocked, fired: Tally | None = None) -> APIError:
-    """400 naming the rule; `fired` (what matched so far) goes in x-tollgate-guardrails, as on an answer."""
-    param = "messages" if e.stage == "input" else None
+def content_blocked(e: ContentBlocked, fired: Tally | None = None, param: str | None = None) -> APIError:
+    """400 naming the rule (and, for input, the request field); `fired` (what matched so far) goes in
+    x-tollgate-guardrails, as on an answer."""
     headers = {HEADER: fired.header()[:1024]} if fired else None
     return APIError(400, str(e), code="content_blocked", param=param, headers=headers)
 
@@ -55,7 +55,7 @@ async def screen_input(svc: Any, principal: Any, job: Job, body: Any = None) -> 
         if policy.input:
             body = await _redact(job, body, policy)
     except ContentBlocked as e:
-        raise content_blocked(e, policy.tally) from None
+        raise content_blocked(e, policy.tally, job.prompt_param) from None
     except GuardrailFailed as e:
         raise guardrail_failed(e) from None
     finally:
@@ -65,6 +65,22 @@ async def screen_input(svc: Any, principal: Any, job: Job, body: Any = None) -> 
         raise APIError(400, "logprobs cannot be returned while output guardrails apply to this key.",
                        param="logprobs", code="guardrails_logprobs")
     return job, body, policy
+
+
+async def screen_texts(svc: Any, principal: Any, model: str, texts: list[str]) -> tuple[list[str], str | None]:
+    """The input rules over texts that are not a prompt (embeddings' inputs): (texts redacted, the
+    x-tollgate-guardrails value or None); APIError when a rule blocks or fails."""
+    job = Job("/v1/embeddings", model, None, [{"role": "user", "content": t} for t in texts], None, 1.0, 1.0,
+              None, [], False, False, None)
+    try:
+        job, _, policy = await screen_input(svc, principal, job)
+    except APIError as e:
+        if e.code == "content_blocked":
+            e.param = "input"  # this API's name for the texts
+        raise
+    if policy is None:
+        return texts, None
+    return [m["content"] for m in job.messages], policy.tally.header() or None
 
 
 def admitted(run: Run, policy: Policy | None) -> None:
@@ -79,7 +95,7 @@ def admitted(run: Run, policy: Policy | None) -> None:
     except ContentBlocked as e:
         run.finish("refused")
         policy.tally.merge(late)
-        raise content_blocked(e, policy.tally) from None
+        raise content_blocked(e, policy.tally, run.job.prompt_param) from None
     finally:
         late.report("input", run.principal.tenant_id, counter(run.svc))
     policy.tally.merge(late)

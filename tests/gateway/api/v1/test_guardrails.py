@@ -58,6 +58,12 @@ class HashEmbedder:
         v = np.random.default_rng(abs(hash(text)) % 2**32).standard_normal(self.dim).astype(np.float32)
         return v / np.linalg.norm(v)
 
+    def embed(self, texts: list[str]):
+        return np.stack([self.embed_one(t) for t in texts])
+
+    def count_tokens(self, texts: list[str]) -> int:
+        return sum(len(t.split()) for t in texts)
+
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory, gw_catalogue):
@@ -71,7 +77,7 @@ def db(tmp_path_factory, gw_catalogue):
 async def gateway(db, pieces: list[str], *, cache: bool = False):
     tmp, url = db
     backend, embedder = ScriptedBackend(pieces), HashEmbedder() if cache else None
-    app = create_app(gateway_settings(tmp, url, embeddings_enabled=False, cache_enabled=cache), backend=backend,
+    app = create_app(gateway_settings(tmp, url, embeddings_enabled=cache, cache_enabled=cache), backend=backend,
                      embedder=embedder)
     async with app.router.lifespan_context(app), httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://gateway", timeout=30) as http:
@@ -162,7 +168,7 @@ async def test_an_input_block_is_a_400_naming_the_rule_and_nothing_is_billed(db)
         r = await chat(gw, key, "my Password is hunter2")
         assert r.status_code == 400
         assert r.json()["error"]["code"] == "content_blocked" and "no-passwords" in r.json()["error"]["message"]
-        assert r.headers["x-tollgate-guardrails"] == "no-passwords:block:1"
+        assert r.headers["x-tollgate-guardrails"] == "no-passwords:block:1" and r.json()["error"]["param"] == "messages"
         assert gw.backend.received == []
         assert (await chat(gw, key, "hello")).status_code == 200  # the tenant's next request is fine
         assert [row.status for row in wait_usage_rows(gw.url, tenant_id, 1)] == ["ok"]
@@ -327,3 +333,18 @@ async def test_a_large_prompt_is_redacted_too(db):
         _, key = await guarded_tenant(gw, rule("pii-in", "input", "redact"))
         r = await chat(gw, key, "x" * 17_000 + " " + EMAIL)  # past OFFLOAD_PROMPT_BYTES: redacted in a thread
         assert r.status_code == 200 and gw.backend.received[-1][-1]["content"].endswith(" [EMAIL]")
+
+
+async def test_embeddings_inputs_are_screened(db):
+    async with gateway(db, ["ok"], cache=True) as gw:
+        _, key = await guarded_tenant(gw, rule("pii-in", "input", "redact", entities=["email"]),
+                                      rule("no-x", "input", "block", kind="deny_pattern", pattern="forbidden"))
+        auth = {"Authorization": f"Bearer {key}"}
+        r = await gw.http.post("/v1/embeddings", headers=auth, json={"model": "all-minilm-l6-v2",
+                                                                     "input": ["hi", f"mail {EMAIL}"]})
+        assert r.status_code == 200 and r.headers["x-tollgate-guardrails"] == "pii-in:redact:1"
+        assert gw.embedder.seen[-2:] == ["hi", "mail [EMAIL]"]
+        r = await gw.http.post("/v1/embeddings", headers=auth, json={"model": "all-minilm-l6-v2",
+                                                                     "input": "a forbidden text"})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "content_blocked"
+        assert r.json()["error"]["param"] == "input"

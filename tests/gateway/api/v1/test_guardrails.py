@@ -215,15 +215,16 @@ async def test_no_pii_reaches_the_logs_in_any_mode(db, mode):
             lg.addHandler(handler)
             lg.setLevel(logging.DEBUG)
         try:
-            await chat(gw, key, f"Mail {EMAIL} or charge {CARD}")
-            await chat(gw, key, f"Mail {EMAIL} or charge {CARD}", stream=True)
+            for text in (f"Mail {EMAIL} or charge {CARD}", "hello"):  # "hello": the output rule decides
+                await chat(gw, key, text)
+                await chat(gw, key, text, stream=True)
         finally:
             for lg, level in zip(loggers, levels):
                 lg.removeHandler(handler)
                 lg.setLevel(level)
         logged = "\n".join(handler.records)
         assert handler.records and EMAIL not in logged and "4111" not in logged and "john" not in logged
-        assert "guardrail fired" in logged and "'rule': 'pii-in'" in logged
+        assert "guardrail fired" in logged and "'rule': 'pii-in'" in logged and "'rule': 'pii-out'" in logged
 
 
 async def test_a_guardrail_that_raises_refuses_the_request_unless_it_fails_open(db, monkeypatch):

@@ -1,8 +1,9 @@
 """Guardrails in the pipeline, kept thin: the rules live in gateway.guardrails.
 
     screen_input: before admission (so the redacted prompt is what is counted, cached, generated and billed):
-                  model access on the name called, deny patterns and PII over every message or the prompt
-    admitted:     after admission: the prompt's exact token count and the routed model; attaches the output rules
+                  deny patterns and PII over every message or the prompt
+    admitted:     after admission: model access on the name called and the model it was routed to (an alias may
+                  lead to an allowed model), the prompt's exact token count; attaches the output rules
     (output_guard.OutputGuard: the answer's text through a hold-back filter per completion, streamed or whole)
 
 A block is a 400 `content_blocked` naming the rule; a rule that fails refuses the request with a 503
@@ -51,7 +52,6 @@ async def screen_input(svc: Any, principal: Any, job: Job, body: Any = None) -> 
         return job, body, None
     policy = Policy.of(rules, principal.key_id)
     try:
-        check_model(policy.input_rules, [job.model], policy.tally)
         if policy.input:
             body = await _redact(job, body, policy)
     except ContentBlocked as e:

@@ -264,6 +264,10 @@ async def test_prompt_size_model_access_and_key_scope(db):
         _, other = await guarded_tenant(gw, rule("no-smol", "input", "block", kind="model_access",
                                                  deny_models=[MODEL]))
         assert (await chat(gw, other, "hi")).json()["error"]["code"] == "content_blocked"
+        _, only = await guarded_tenant(gw, rule("only-smol", "input", "block", kind="model_access",
+                                                allow_models=[MODEL]))
+        alias = next(a for a in gw.services.catalogue.aliases if a != MODEL)
+        assert (await chat(gw, only, "hi", model=alias)).status_code == 200  # the alias routes to MODEL
 
         second = (await gw.http.post(f"/admin/tenants/{tenant_id}/keys", headers=ADMIN, json={})).json()
         r = await gw.http.put(f"/admin/tenants/{tenant_id}/guardrails", headers=ADMIN, json=[

@@ -9,7 +9,7 @@ start. What is released is redacted; a block rule's match raises ContentBlocked 
 characters too, so a boundary check (a digit before a card number) sees the text as the model wrote it."""
 from __future__ import annotations
 
-from gateway.guardrails.engine import Hit, Screen, redact
+from gateway.guardrails.engine import Screen, redact
 from gateway.guardrails.errors import ContentBlocked
 from gateway.guardrails.tally import Tally
 
@@ -21,16 +21,18 @@ class HoldbackFilter:
 
     def __init__(self, screen: Screen, tally: Tally) -> None:
         self.screen, self.tally = screen, tally
-        self._raw = ""  # the model's text so far
-        self._sent = 0  # _raw[:_sent] is released (redacted)
-        self.released: list[str] = []  # what the client got: a cache keeps this, never _raw
+        # The model's text from CONTEXT characters before the release point on (older text is dropped, so a long
+        # answer costs the same per delta as a short one); _buf[:_sent] is released.
+        self._buf = ""
+        self._sent = 0
+        self.released: list[str] = []  # what the client got: a cache keeps this, never the raw text
 
     @property
     def held(self) -> int:
-        return len(self._raw) - self._sent
+        return len(self._buf) - self._sent
 
     def feed(self, delta: str) -> str:
-        self._raw += delta
+        self._buf += delta
         return self._release(final=False)
 
     def finish(self) -> str:
@@ -41,25 +43,24 @@ class HoldbackFilter:
         return "".join(self.released)
 
     def _release(self, *, final: bool) -> str:
-        base = max(0, self._sent - CONTEXT)
-        end = len(self._raw)
-        hits = [Hit(h.rule, h.start + base, h.end + base, h.mask) for h in self.screen.scan(self._raw[base:])]
-        hits = [h for h in hits if h.end > self._sent]  # those wholly released were counted already
+        buf, sent, end = self._buf, self._sent, len(self._buf)
+        hits = [h for h in self.screen.scan(buf) if h.end > sent]  # those wholly released were counted already
         # A match touching the end may still grow or vanish (a boundary not yet seen): settled only at the end.
         blocking = next((h for h in hits if h.rule.mode == "block" and (final or h.end < end)), None)
         if blocking is not None:
             self.tally.add(blocking.rule)
             raise ContentBlocked(blocking.rule.name, "output")
-        cut = end if final else base + self.screen.open_from(self._raw[base:])
+        cut = end if final else self.screen.open_from(buf)
         for h in hits:
             if h.start < cut < h.end or (not final and h.end == end):
                 cut = min(cut, h.start)
-        cut = max(cut, self._sent)
+        cut = max(cut, sent)
         for h in hits:
             if h.end <= cut:
                 self.tally.add(h.rule)
-        out = redact(self._raw, hits, self._sent, cut)
-        self._sent = cut
+        out = redact(buf, hits, sent, cut)
         if out:
             self.released.append(out)
+        drop = max(0, cut - CONTEXT)
+        self._buf, self._sent = buf[drop:], cut - drop
         return out

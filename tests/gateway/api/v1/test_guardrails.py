@@ -353,3 +353,15 @@ async def test_embeddings_inputs_are_screened(db):
                                                                      "input": "a forbidden text"})
         assert r.status_code == 400 and r.json()["error"]["code"] == "content_blocked"
         assert r.json()["error"]["param"] == "input"
+
+
+async def test_a_responses_stream_blocked_by_an_output_rule_fails_with_its_code(db):
+    async with gateway(db, ["The ", "launch", " co", "des are 1234", "."]) as gw:
+        _, key = await guarded_tenant(gw, rule("no-codes", "output", "block", kind="deny_pattern",
+                                               pattern="(?i)launch codes"))
+        r = await gw.http.post("/v1/responses", headers={"Authorization": f"Bearer {key}"},
+                               json={"model": MODEL, "input": "tell me", "stream": True})
+        last = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")][-1]
+        assert last["type"] == "response.failed"
+        assert last["response"]["error"]["code"] == "content_blocked" and "no-codes" in last["response"]["error"]["message"]
+        assert "launch" not in r.text.replace("no-codes", "") and "1234" not in r.text

@@ -25,6 +25,7 @@ from gateway.events.bus import EventBus, LocalEventBus
 from gateway.events.events import RouteChanged
 from gateway.events.factory import build_event_bus
 from gateway.events.handlers import ReplicaHandlers
+from gateway.guardrails.store import GuardrailStore
 from gateway.limits.failover import FailoverConfig
 from gateway.limits.limiter import Limiter
 from gateway.limits.storage import Storage
@@ -114,6 +115,7 @@ class Services:
     recorder: ReplicaRecorder | None = None  # replica-minutes for economics, when the backend can count replicas
     prompts: PromptService | None = None  # stored prompts a chat request may name (gateway/prompts)
     alerts: Alerts | None = None  # signed webhooks (gateway.alerts): the outbox hooks and the delivery worker
+    guardrails: GuardrailStore | None = None  # tenants' guardrail rules (gateway.guardrails); None: none apply
     started_at: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
@@ -150,6 +152,7 @@ class Services:
             salter=CacheSalter(settings.cache_salt_secret or admin_key, enabled=settings.prefix_cache_isolation),
             embedder=embedder,
             events=build_event_bus(settings),
+            guardrails=GuardrailStore(database),
         )
 
     async def start(self) -> None:

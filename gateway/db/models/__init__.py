@@ -3,6 +3,7 @@ from gateway.db.models.alert_mark import AlertMark
 from gateway.db.models.api_key import ApiKey
 from gateway.db.models.batch import Batch, BatchLine
 from gateway.db.models.batch_file import BatchFile
+from gateway.db.models.guardrail import TenantGuardrails
 from gateway.db.models.price import Price
 from gateway.db.models.prompt import Prompt, PromptVersionRow
 from gateway.db.models.prompt_label import PromptLabel, PromptLabelMove
@@ -16,5 +17,5 @@ from gateway.db.models.webhook import Webhook
 from gateway.db.models.webhook_delivery import WebhookDelivery
 
 __all__ = ["AlertMark", "ApiKey", "Batch", "BatchFile", "BatchLine", "Price", "Prompt", "PromptLabel",
-           "PromptLabelMove", "PromptVersionRow", "ReplicaMinute", "RouteRules", "StoredResponse", "Tenant", "Usage",
-           "VersionCost", "Webhook", "WebhookDelivery"]
+           "PromptLabelMove", "PromptVersionRow", "ReplicaMinute", "RouteRules", "StoredResponse", "Tenant",
+           "TenantGuardrails", "Usage", "VersionCost", "Webhook", "WebhookDelivery"]

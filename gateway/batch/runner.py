@@ -93,7 +93,7 @@ class BatchRunner:
         self._loop_task: asyncio.Task | None = None
         self._stopping = False
         self._wake = asyncio.Event()
-        self._next_sweep = 0.0  # time.monotonic()
+        self._next_sweep = time.monotonic() + self.config.sweep_s  # a sweep_s after start, then every sweep_s
 
     # --- lifecycle
 

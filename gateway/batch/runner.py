@@ -29,6 +29,7 @@ from gateway.db.models.batch_file import BatchFile
 from gateway.db.types import utcnow
 
 log = logging.getLogger("tollgate.batch")
+SWEEP_ROUNDS, SWEEP_BATCH = 10, 200  # expired files deleted per sweep: at most 2,000, 200 to a transaction
 
 
 class Paused(Exception):
@@ -159,8 +160,13 @@ class BatchRunner:
             return
         self._next_sweep = time.monotonic() + self.config.sweep_s
         try:
-            while (n := await self.store.sweep_files()) > 0:
-                log.info("batch runner: deleted %d expired files", n)
+            # A few rounds at most: this loop also renews the leases, which must not lapse behind a long sweep.
+            for _ in range(SWEEP_ROUNDS):
+                n = await self.store.sweep_files(SWEEP_BATCH)
+                if n:
+                    log.info("batch runner: deleted %d expired files", n)
+                if n < SWEEP_BATCH:
+                    break
         except Exception:
             log.exception("batch runner: sweeping expired files failed; trying again later")
 

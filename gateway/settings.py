@@ -96,6 +96,11 @@ class Settings(BaseSettings):
     # (the request body limit above does not apply to them); a batch holds at most batch_max_requests lines.
     files_max_bytes: int = Field(50 * 2**20, ge=1)
     batch_max_requests: int = Field(50_000, ge=1)
+    # Bytes of unexpired files one tenant may hold (uploads and batch outputs together); a tenant's own
+    # files_max_bytes overrides it. Batch outputs are always written, but count against later uploads.
+    files_max_bytes_per_tenant: int = Field(2**30, ge=1)
+    batch_output_expires_s: int = Field(30 * 24 * 3600, ge=1)  # a batch's output and error files last this long
+    files_sweep_s: float = Field(60.0, gt=0)  # how often the runner deletes expired files' rows
     batch_runner_enabled: bool = True  # run batches in this process (every replica may; a lease keeps them apart)
     batch_concurrency: int = Field(4, ge=1)  # batch lines in flight in this process, all batches together
     batch_max_active: int = Field(4, ge=1)  # batches this process works on at once

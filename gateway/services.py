@@ -12,6 +12,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from gateway.alerts import Alerts, AlertsConfig
 from gateway.billing.ledger import Ledger
 from gateway.billing.period import Month
 from gateway.billing.prices import PriceBook, batch_discounts
@@ -24,6 +25,7 @@ from gateway.events.bus import EventBus, LocalEventBus
 from gateway.events.events import RouteChanged
 from gateway.events.factory import build_event_bus
 from gateway.events.handlers import ReplicaHandlers
+from gateway.guardrails.store import GuardrailStore
 from gateway.limits.failover import FailoverConfig
 from gateway.limits.limiter import Limiter
 from gateway.limits.storage import Storage
@@ -112,6 +114,8 @@ class Services:
     drain: Drain = field(default_factory=Drain)
     recorder: ReplicaRecorder | None = None  # replica-minutes for economics, when the backend can count replicas
     prompts: PromptService | None = None  # stored prompts a chat request may name (gateway/prompts)
+    alerts: Alerts | None = None  # signed webhooks (gateway.alerts): the outbox hooks and the delivery worker
+    guardrails: GuardrailStore | None = None  # tenants' guardrail rules (gateway.guardrails); None: none apply
     started_at: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
@@ -126,22 +130,29 @@ class Services:
         prices = PriceBook(database, batch_discounts=batch_discounts(catalogue))
         storage: Storage = _limits_storage(settings)
         admin_key = ensure_admin_key(settings)[0]
+        backend = backend if backend is not None else build_backend(settings, catalogue)
+        alerts = Alerts(database, alerts_config(settings), deliver=settings.alerts_worker_enabled,
+                        health=backend.health, pool=str(getattr(backend, "replica_pool", "")))
+        ledger = Ledger(database, prices, settings.currency, spool=Spool(SpoolConfig(
+            settings.resolved_spool_dir, max_bytes=settings.spool_max_bytes,
+            segment_bytes=settings.spool_segment_bytes)), replay_interval_s=settings.spool_replay_interval_s,
+            after_insert=alerts.after_usage)
+        ledger.listen_spooling(alerts.on_ledger_spooling)
         return cls(
             settings=settings, catalogue=catalogue, database=database, prices=prices,
-            ledger=Ledger(database, prices, settings.currency, spool=Spool(SpoolConfig(
-                settings.resolved_spool_dir, max_bytes=settings.spool_max_bytes,
-                segment_bytes=settings.spool_segment_bytes)), replay_interval_s=settings.spool_replay_interval_s),
+            ledger=ledger, alerts=alerts,
             authenticator=KeyAuthenticator(database, grace_s=settings.auth_grace_s),
             admin_key=admin_key,
             limiter=Limiter(storage, month_usage=_month_usage(database), strategy=settings.limit_strategy,
                             window_s=settings.limit_window_s, failover=_limits_failover(settings)),
-            backend=backend if backend is not None else build_backend(settings, catalogue),
-            router=build_router(settings, catalogue, database),
+            backend=backend,
+            router=build_router(settings, catalogue, database, on_save=alerts.on_route_saved),
             metrics=Metrics(per_tenant=settings.metrics_per_tenant),
             metrics_token=ensure_metrics_token(settings)[0],
             salter=CacheSalter(settings.cache_salt_secret or admin_key, enabled=settings.prefix_cache_isolation),
             embedder=embedder,
             events=build_event_bus(settings),
+            guardrails=GuardrailStore(database),
         )
 
     async def start(self) -> None:
@@ -169,6 +180,8 @@ class Services:
             raise
         await self._start_events()
         await self._start_recorder()
+        if self.alerts is not None:
+            await self.alerts.start()
         log.info("gateway started", extra={"versions": [v.name for v in self.backend.versions()],
                                            "semantic_cache": self.cache is not None})
 
@@ -224,12 +237,16 @@ class Services:
             log.warning("drain timed out; stopping with generations in flight",
                         extra={"inflight": self.drain.inflight})
         try:
+            if self.alerts is not None:
+                await self.alerts.monitor.stop()  # before the backend: a stopping pool is not an outage
             if self.recorder is not None:
                 await self.recorder.stop()
             await self.backend.stop()
         finally:
             await self.events.stop()
-            await self.ledger.close()
+            await self.ledger.close()  # its last rows may cross a budget: their events wait in the outbox
+            if self.alerts is not None:
+                await self.alerts.stop()
             await self.limiter.stop()
             self.database.dispose()
 
@@ -256,6 +273,15 @@ def cache_savings(prices: PriceBook):
                           cached_tokens=prompt_tokens, cache_hit=True)
         return float(full - hit)
     return saved
+
+
+def alerts_config(settings: Settings) -> AlertsConfig:
+    return AlertsConfig(poll_s=settings.alerts_poll_s, lease_s=settings.alerts_lease_s,
+                        timeout_s=settings.alerts_timeout_s, max_attempts=settings.alerts_max_attempts,
+                        backoff_s=settings.alerts_backoff_s, backoff_max_s=settings.alerts_backoff_max_s,
+                        check_s=settings.alerts_check_s, slo_window_s=settings.alerts_slo_window_s,
+                        slo_min_requests=settings.alerts_slo_min_requests,
+                        retention_s=settings.alerts_retention_days * 86400)
 
 
 def _limits_storage(settings: Settings) -> Storage:

@@ -96,6 +96,11 @@ class Settings(BaseSettings):
     # (the request body limit above does not apply to them); a batch holds at most batch_max_requests lines.
     files_max_bytes: int = Field(50 * 2**20, ge=1)
     batch_max_requests: int = Field(50_000, ge=1)
+    # Bytes of unexpired files one tenant may hold (uploads and batch outputs together); a tenant's own
+    # files_max_bytes overrides it. Batch outputs are always written, but count against later uploads.
+    files_max_bytes_per_tenant: int = Field(2**30, ge=1)
+    batch_output_expires_s: int = Field(30 * 24 * 3600, ge=1)  # a batch's output and error files last this long
+    files_sweep_s: float = Field(60.0, gt=0)  # how often the runner deletes expired files' rows
     batch_runner_enabled: bool = True  # run batches in this process (every replica may; a lease keeps them apart)
     batch_concurrency: int = Field(4, ge=1)  # batch lines in flight in this process, all batches together
     batch_max_active: int = Field(4, ge=1)  # batches this process works on at once
@@ -106,6 +111,19 @@ class Settings(BaseSettings):
     # and a waiting interactive request displaces a running batch line when the engine's batch is full.
     batch_priority: int = Field(1_000_000, ge=-1_000_000, le=1_000_000)
     batch_line_timeout_s: float = Field(3600.0, gt=0)  # one batch line, admitted to answered (request_timeout_s's)
+    # Alerts as signed webhooks (gateway.alerts): every replica writes events to the outbox; those with the worker
+    # enabled send them (a lease keeps two off one delivery). Backoff doubles from alerts_backoff_s, with jitter.
+    alerts_worker_enabled: bool = True
+    alerts_poll_s: float = Field(1.0, gt=0)
+    alerts_lease_s: float = Field(30.0, gt=0)
+    alerts_timeout_s: float = Field(10.0, gt=0)
+    alerts_max_attempts: int = Field(8, ge=1)
+    alerts_backoff_s: float = Field(2.0, gt=0)
+    alerts_backoff_max_s: float = Field(3600.0, gt=0)
+    alerts_check_s: float = Field(15.0, gt=0)  # version health and SLO thresholds, checked this often
+    alerts_slo_window_s: float = Field(300.0, gt=0)  # the SLOs' sliding window over the usage ledger
+    alerts_slo_min_requests: int = Field(20, ge=1)  # fewer rows in the window: no verdict
+    alerts_retention_days: float = Field(30.0, gt=0)  # delivered and failed deliveries are kept this long
 
     @property
     def resolved_spool_dir(self) -> Path:

@@ -16,17 +16,20 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from gateway.batch import output, state
 from gateway.batch.ids import line_request_id, new_file_id
 from gateway.batch.input import InvalidInput, LineError, Request, parse_jsonl, requests_of
 from gateway.batch.output import LineResult
 from gateway.batch.store import BatchStore
+from gateway.batch.usage import LineUsage
 from gateway.db.models.batch import Batch
 from gateway.db.models.batch_file import BatchFile
 from gateway.db.types import utcnow
 
 log = logging.getLogger("tollgate.batch")
+SWEEP_ROUNDS, SWEEP_BATCH = 10, 200  # expired files deleted per sweep: at most 2,000, 200 to a transaction
 
 
 class Paused(Exception):
@@ -54,10 +57,14 @@ class RunnerConfig:
     max_requests: int = 50_000  # requests one batch may hold
     max_pause_s: float = 60.0  # longest wait a refusal's Retry-After can impose before the line is tried again
     max_attempts: int = 3  # tries of a line that timed out or failed in the engine before its error is its answer
+    output_expires_s: int = 30 * 24 * 3600  # a batch's output and error files expire this long after written
+    sweep_s: float = 60.0  # how often this runner deletes expired files (idempotent: every replica may)
 
     def __post_init__(self) -> None:
         if self.concurrency < 1 or self.max_batches < 1 or self.max_requests < 1 or self.max_attempts < 1:
             raise ValueError("concurrency, max_batches, max_requests and max_attempts must be >= 1")
+        if self.output_expires_s < 1 or self.sweep_s <= 0:
+            raise ValueError("output_expires_s must be >= 1 and sweep_s > 0")
         if self.poll_s <= 0 or self.stop_timeout_s < 0 or self.max_pause_s <= 0:
             raise ValueError("poll_s and max_pause_s must be > 0, stop_timeout_s >= 0")
         if self.lease_s <= 2 * self.poll_s:
@@ -87,6 +94,7 @@ class BatchRunner:
         self._loop_task: asyncio.Task | None = None
         self._stopping = False
         self._wake = asyncio.Event()
+        self._next_sweep = time.monotonic() + self.config.sweep_s  # a sweep_s after start, then every sweep_s
 
     # --- lifecycle
 
@@ -116,6 +124,7 @@ class BatchRunner:
     async def _loop(self) -> None:
         while True:
             await self._renew()
+            await self._sweep()
             try:
                 room = self.config.max_batches - len(self._tasks)
                 if room > 0 and not self._stopping:
@@ -143,6 +152,23 @@ class BatchRunner:
             if work is not None:
                 work.lost = work.halted = True
             log.warning("batch %s: lease lost to another runner; stopping here", batch_id)
+
+    async def _sweep(self) -> None:
+        """Delete expired files' rows, at most every sweep_s: they are hidden from their tenants already, so a
+        late or failed sweep costs only space. Deletes are by id and still-expired, so replicas may overlap."""
+        if time.monotonic() < self._next_sweep:
+            return
+        self._next_sweep = time.monotonic() + self.config.sweep_s
+        try:
+            # A few rounds at most: this loop also renews the leases, which must not lapse behind a long sweep.
+            for _ in range(SWEEP_ROUNDS):
+                n = await self.store.sweep_files(SWEEP_BATCH)
+                if n:
+                    log.info("batch runner: deleted %d expired files", n)
+                if n < SWEEP_BATCH:
+                    break
+        except Exception:
+            log.exception("batch runner: sweeping expired files failed; trying again later")
 
     async def _own(self, batch_id: str) -> None:
         try:
@@ -185,8 +211,12 @@ class BatchRunner:
     async def _requests(self, batch: Batch) -> list[Request]:
         content = await self.store.input_content(batch)
         if content is None:
-            raise InvalidInput([LineError("file_not_found", f"The input file {batch.input_file_id} was deleted.",
-                                          param="input_file_id")])
+            expired = await self.store.input_expired_at(batch)
+            if expired is not None:
+                raise InvalidInput([LineError("file_expired", f"The input file {batch.input_file_id} expired at "
+                                              f"{expired.isoformat()}.", param="input_file_id")])
+            raise InvalidInput([LineError("file_not_found", f"The input file {batch.input_file_id} was deleted or "
+                                          "has expired.", param="input_file_id")])
         records = await asyncio.to_thread(parse_jsonl, content, max_lines=self.config.max_requests)
         return requests_of(records, batch.endpoint)
 
@@ -245,9 +275,10 @@ class BatchRunner:
                 except BaseException:
                     work.pending.appendleft(request)  # cut off (shutdown): it runs again on resume
                     raise
-            line = output.answered(work.batch.id, request.index, request.custom_id,
-                                   line_request_id(work.batch.id, request.index), result)
-            await asyncio.shield(self.store.record_line(work.batch.id, request.index, result.ok, line))
+            request_id = line_request_id(work.batch.id, request.index)
+            line = output.answered(work.batch.id, request.index, request.custom_id, request_id, result)
+            await asyncio.shield(self.store.record_line(work.batch.id, request.index, result.ok, line,
+                                                        request_id=request_id, answered=LineUsage.of_body(result.body)))
 
     def _gave_up(self, work: _Work, request: Request, paused: Paused) -> LineResult | None:
         """The line's answer once a pause with a fallback has come max_attempts times; None: try again."""
@@ -290,16 +321,19 @@ class BatchRunner:
             (ok if line.ok else failed).append(bytes(line.output))
         # Expired: lines left unrun, or the window ran out before it ever started.
         to = state.outcome(cancelled, expired=bool(unrun) or batch.in_progress_at is None)
-        return await self.store.finalize(batch, self.owner, to, _file(batch, ok, "output"),
-                                         _file(batch, failed, "error"))
+        ttl = self.config.output_expires_s
+        return await self.store.finalize(batch, self.owner, to, _file(batch, ok, "output", ttl),
+                                         _file(batch, failed, "error", ttl))
 
 
-def _file(batch: Batch, lines: list[bytes], what: str) -> BatchFile | None:
+def _file(batch: Batch, lines: list[bytes], what: str, expires_s: int) -> BatchFile | None:
+    """An output or error file: written by the system, so never refused for the tenant's storage quota."""
     if not lines:
         return None
-    content = output.jsonl(lines)
+    content, now = output.jsonl(lines), utcnow()
     return BatchFile(id=new_file_id(), tenant_id=batch.tenant_id, filename=f"{batch.id}_{what}.jsonl",
-                     purpose="batch_output", bytes=len(content), content=content, created_at=utcnow())
+                     purpose="batch_output", bytes=len(content), content=content, created_at=now,
+                     expires_at=now + timedelta(seconds=expires_s))
 
 
 def _expired(batch: Batch) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+from gateway.batch.usage import LineUsage
 from gateway.crud import batch_files, batches
 from gateway.db.database import Database
 from gateway.db.models.batch import Batch
@@ -47,11 +48,20 @@ class BatchStore:
     async def input_content(self, batch: Batch) -> bytes | None:
         return await self.run(batch_files.file_content, tenant_id=batch.tenant_id, file_id=batch.input_file_id)
 
+    async def input_expired_at(self, batch: Batch):
+        """When the batch's input file expired (its row not yet swept), or None."""
+        return await self.run(batch_files.expired_at, tenant_id=batch.tenant_id, file_id=batch.input_file_id)
+
+    async def sweep_files(self, limit: int = 500) -> int:
+        return await self.run(batch_files.delete_expired, now=utcnow(), limit=limit)
+
     async def done_lines(self, batch_id: str) -> set[int]:
         return await self.run(batches.done_lines, batch_id=batch_id)
 
-    async def record_line(self, batch_id: str, line: int, ok: bool, output: bytes) -> bool:
-        return await self.run(batches.record_line, batch_id=batch_id, line=line, ok=ok, output=output, now=utcnow())
+    async def record_line(self, batch_id: str, line: int, ok: bool, output: bytes, *, request_id: str | None = None,
+                          answered: LineUsage | None = None) -> bool:
+        return await self.run(batches.record_line, batch_id=batch_id, line=line, ok=ok, output=output, now=utcnow(),
+                              request_id=request_id, answered=answered)
 
     async def finished_lines(self, batch_id: str):
         return await self.run(batches.finished_lines, batch_id=batch_id)

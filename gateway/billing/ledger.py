@@ -13,11 +13,12 @@ import asyncio
 import json
 import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 
 from prometheus_client import Counter, Gauge
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from gateway.billing.prices import PriceBook, UnknownPrice
 from gateway.billing.spool import REJECTED, Spool
@@ -86,16 +87,20 @@ class Ledger:
     def __init__(self, database: Database, prices: PriceBook, currency: str = "USD", *,
                  spool: Spool | None = None, batch_size: int = 500, linger_s: float = 0.05,
                  retries: int = 3, retry_delay_s: float = 0.5, replay_interval_s: float = 2.0,
-                 write_timeout_s: float = 10.0) -> None:
+                 write_timeout_s: float = 10.0,
+                 after_insert: Callable[[Connection, list[dict]], object] | None = None) -> None:
         """Without a `spool`, a row the database cannot take after every retry is only logged.
         An insert slower than `write_timeout_s` counts as a database that cannot be reached (one
         that hangs rather than refuses): its batch is spooled; should the insert land after all,
-        the replay skips its rows."""
+        the replay skips its rows. `after_insert(connection, rows)` runs in each insert's transaction,
+        after the rows (live or replayed from the spool): the budget alerts (gateway.alerts.budget)."""
         if (batch_size < 1 or retries < 0 or linger_s < 0 or retry_delay_s < 0 or replay_interval_s <= 0
                 or write_timeout_s <= 0):
             raise ValueError("batch_size >= 1, retries, linger_s and retry_delay_s >= 0, "
                              "replay_interval_s and write_timeout_s > 0")
         self._write_timeout_s = write_timeout_s
+        self._after_insert = after_insert
+        self._spooling_listeners: list[Callable[..., None]] = []
         self._database, self._prices, self._currency = database, prices, currency
         self._spool = spool
         self._batch_size, self._linger_s = batch_size, linger_s
@@ -320,10 +325,20 @@ class Ledger:
 
     # --- the database's state, as the last insert saw it
 
+    def listen_spooling(self, listener: Callable[..., None]) -> None:
+        """Call `listener(spool_dir=..., reason=...)` each time the ledger starts spooling (once per outage,
+        from the event loop or a worker thread). A failing listener is logged; spooling goes on."""
+        self._spooling_listeners.append(listener)
+
     def _unreachable(self, error: BaseException) -> None:
         if not self._database_down:
             where = self._spool.config.directory if self._spool is not None else "nowhere"
             log.warning("usage ledger: database unreachable (%s); spooling rows to %s", type(error).__name__, where)
+            for listener in self._spooling_listeners:
+                try:
+                    listener(spool_dir=str(where), reason=type(error).__name__)
+                except Exception:
+                    log.exception("usage ledger: a spooling listener failed")
         self._database_down = True
 
     def _answered(self) -> None:
@@ -436,6 +451,8 @@ class Ledger:
         rows = [self._row(r) for r in batch]
         with self._database.engine.begin() as conn:
             insert_usage(conn, rows=rows)
+            if self._after_insert is not None:
+                self._after_insert(conn, rows)
 
     def _row(self, rec: UsageRecord) -> dict:
         row = asdict(rec)

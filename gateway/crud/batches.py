@@ -14,7 +14,9 @@ from sqlalchemy.orm import Session
 
 from gateway.batch import state
 from gateway.db.models.batch import Batch, BatchLine
+from gateway.batch.usage import LineUsage
 from gateway.db.models.batch_file import BatchFile
+from gateway.db.models.usage import Usage
 
 
 def create_batch(session: Session, *, batch: Batch) -> Batch:
@@ -108,18 +110,36 @@ def done_lines(session: Session, *, batch_id: str) -> set[int]:
     return set(session.scalars(select(BatchLine.line).where(BatchLine.batch_id == batch_id)))
 
 
-def record_line(session: Session, *, batch_id: str, line: int, ok: bool, output: bytes, now: datetime) -> bool:
-    """Keep a finished line and count it, together; False when the line was recorded already."""
+def record_line(session: Session, *, batch_id: str, line: int, ok: bool, output: bytes, now: datetime,
+                request_id: str | None = None, answered: LineUsage | None = None) -> bool:
+    """Keep a finished line, count it and add its tokens to the batch's usage, together; False when the line
+    was recorded already (then nothing is added: a line counts once).
+
+    The tokens are the ledger's row for `request_id` when it is there (an answer's row is durable before the
+    answer returns): exact even when an earlier, cut-off attempt is what the ledger kept. Otherwise (a row
+    still queued, e.g. the database was briefly away) the answer's own `usage`, which is what its row holds."""
     try:
         session.add(BatchLine(batch_id=batch_id, line=line, ok=ok, output=output, created_at=now))
         session.flush()
+        tokens = _billed(session, request_id) or answered or LineUsage()
         counter = Batch.completed if ok else Batch.failed
-        session.execute(update(Batch).where(Batch.id == batch_id).values({counter: counter + 1}))
+        session.execute(update(Batch).where(Batch.id == batch_id).values({
+            counter: counter + 1, Batch.input_tokens: Batch.input_tokens + tokens.input_tokens,
+            Batch.cached_tokens: Batch.cached_tokens + tokens.cached_tokens,
+            Batch.output_tokens: Batch.output_tokens + tokens.output_tokens}))
         session.commit()
     except IntegrityError:
         session.rollback()
         return False
     return True
+
+
+def _billed(session: Session, request_id: str | None) -> LineUsage | None:
+    if request_id is None:
+        return None
+    row = session.execute(select(Usage.prompt_tokens, Usage.cached_tokens, Usage.completion_tokens)
+                          .where(Usage.request_id == request_id)).first()
+    return None if row is None else LineUsage(input_tokens=row[0], cached_tokens=row[1], output_tokens=row[2])
 
 
 def finalize(session: Session, *, batch: Batch, owner: str, to: str, now: datetime,

@@ -30,6 +30,9 @@ class Metrics:
                               ["model"], buckets=_LATENCY_BUCKETS, registry=r)
         self.rejections = by_tenant(Counter, "tollgate_limiter_rejections_total", "Requests refused by limits",
                                     ["reason"])  # reason: rate_limit_exceeded|insufficient_quota
+        # Matches of tenants' guardrail rules (gateway.guardrails): counts only, never the text.
+        self.guardrails = by_tenant(Counter, "tollgate_guardrail_matches_total", "Guardrail rule matches",
+                                    ["stage", "mode"])  # stage: input|output; mode: block|redact|log_only
         self.inflight = Gauge("tollgate_inflight_generations", "Generations running now", registry=r)
 
     def render(self) -> bytes:

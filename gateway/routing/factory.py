@@ -1,12 +1,17 @@
 """Build the gateway's Router from Settings: the rollback policy, where routes persist, the task classes."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from sqlalchemy.orm import Session
+
 from gateway.catalogue import Catalogue
 from gateway.db.database import Database
 from gateway.routing.canary import RollbackPolicy
 from gateway.routing.classifier import ClassifierConfig, labels_of, load_examples
 from gateway.routing.router import Router
 from gateway.routing.sql_store import SqlRouteStore
+from gateway.routing.store import AuditEntry
 from gateway.settings import Settings
 
 
@@ -25,9 +30,12 @@ def classifier_config(settings: Settings, catalogue: Catalogue) -> ClassifierCon
     return ClassifierConfig(file=settings.catalogue.parent / spec.file, threshold=spec.threshold)
 
 
-def build_router(settings: Settings, catalogue: Catalogue, db: Database) -> Router:
-    """Routes persist in the gateway database (migrations 0002 and 0014 create the tables). The task classes
-    come from the labelled file alone (cheap), so persisted task rules validate before the embedder loads."""
+def build_router(settings: Settings, catalogue: Catalogue, db: Database, *,
+                 on_save: Callable[[Session, AuditEntry], object] | None = None) -> Router:
+    """Routes persist in the gateway database (migrations 0002 and 0014 create the tables); `on_save` runs in
+    each change's transaction (SqlRouteStore). The task classes come from the labelled file alone (cheap), so
+    persisted task rules validate before the embedder loads."""
     config = classifier_config(settings, catalogue)
     labels = labels_of(load_examples(config.file)) if config is not None else ()
-    return Router(catalogue, store=SqlRouteStore(db), rollback=rollback_policy(settings), task_labels=labels)
+    return Router(catalogue, store=SqlRouteStore(db, on_save=on_save), rollback=rollback_policy(settings),
+                  task_labels=labels)

@@ -1,7 +1,10 @@
 """Route overrides, routing rules and audit entries in the gateway's database (migrations 0002, 0008, 0014)."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from gateway.audit.record import Change, Target
 from gateway.audit.writer import append
@@ -24,8 +27,11 @@ def audit_change(entry: AuditEntry) -> Change:
 
 
 class SqlRouteStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, on_save: Callable[[Session, AuditEntry], object] | None = None) -> None:
+        """`on_save(session, entry)` runs in the transaction that persists each change (the alerts' outbox
+        writes a canary rollback there, gateway.alerts.canary); routing knows nothing of what it does."""
         self._db = db
+        self._on_save = on_save
 
     def load_routes(self) -> dict[str, Route]:
         with self._db.session() as s:
@@ -42,10 +48,11 @@ class SqlRouteStore:
             row.updated_at, row.updated_by = entry.at, entry.actor
             self._log(s, entry)
 
-    @staticmethod
-    def _log(s, entry: AuditEntry) -> None:
+    def _log(self, s, entry: AuditEntry) -> None:
         s.add(RouteAudit(at=entry.at, actor=entry.actor, action=entry.action, alias=entry.alias,
                          before=entry.before, after=entry.after, reason=entry.reason))
+        if self._on_save is not None:
+            self._on_save(s, entry)
         s.flush()  # the audit append last: the chain head stays locked only until the commit
         append(s, audit_change(entry))
 

@@ -59,6 +59,7 @@ class TenantCreate(CacheSettings, SchedulingPlan):
     rpm: Limit | None = None
     tpm: Limit | None = None
     monthly_token_budget: Budget | None = None
+    files_max_bytes: Budget | None = None  # Batch API file storage; null: the gateway's default
 
 
 _NOT_NULL = ("name", "status", "cache_enabled", "cache_allow_sampling", "priority", "share_weight")
@@ -71,6 +72,7 @@ class TenantUpdate(CacheSettings, SchedulingPlan):
     rpm: Limit | None = None
     tpm: Limit | None = None
     monthly_token_budget: Budget | None = None
+    files_max_bytes: Budget | None = None  # null: back to the gateway's files_max_bytes_per_tenant
 
     @field_validator(*_NOT_NULL)
     @classmethod
@@ -99,6 +101,7 @@ class TenantOut(BaseModel):
     priority: int
     share_weight: float
     plan: str | None = None
+    files_max_bytes: int | None = None
     created_at: datetime
 
 

@@ -74,6 +74,23 @@ class RequestCounts(BaseModel):
     failed: int
 
 
+class InputTokensDetails(BaseModel):
+    cached_tokens: int = 0
+
+
+class OutputTokensDetails(BaseModel):
+    reasoning_tokens: int = 0
+
+
+class BatchUsage(BaseModel):
+    """What the ledger billed for the batch's lines so far."""
+    input_tokens: int = 0
+    input_tokens_details: InputTokensDetails = InputTokensDetails()
+    output_tokens: int = 0
+    output_tokens_details: OutputTokensDetails = OutputTokensDetails()
+    total_tokens: int = 0
+
+
 class BatchObject(BaseModel):
     id: str
     object: Literal["batch"] = "batch"
@@ -94,6 +111,7 @@ class BatchObject(BaseModel):
     cancelling_at: int | None = None
     cancelled_at: int | None = None
     request_counts: RequestCounts
+    usage: BatchUsage | None = None
     metadata: dict[str, str] | None = None
 
 

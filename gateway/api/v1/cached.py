@@ -16,10 +16,13 @@ from dataclasses import dataclass
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from gateway.api.v1.pipeline.choices import Choice
+from gateway.api.v1.pipeline.guard import as_api_error
+from gateway.api.v1.pipeline.output_guard import OutputGuard
 from gateway.api.v1.pipeline.respond import Format, Keep, headers, sse_event
 from gateway.api.v1.pipeline.run import Run
 from gateway.cache import CacheLookup, CacheRequest, SemanticCache, TenantCachePolicy
 from gateway.cache.from_chat import cache_request, tenant_policy
+from gateway.guardrails.errors import ContentBlocked, GuardrailFailed
 from gateway.schemas.openai import ChatCompletionRequest
 from gateway.serving.base import CompletionDelta
 from gateway.services import Services
@@ -87,16 +90,32 @@ async def replay(run: Run, fmt_factory: Callable[[Run], Format], lookup: CacheLo
     """The cached answer, whole or as a stream of the same chunks a generation sends; billed as a hit."""
     answer, fmt = lookup.entry, fmt_factory(run)
     run.replayed(answer.completion_tokens, lookup.score)
+    text = await _guarded(run, answer.text)
     if run.job.stream:
-        return StreamingResponse(_replay_sse(run, fmt, answer.text, answer.finish_reason),
+        return StreamingResponse(_replay_sse(run, fmt, text, answer.finish_reason),
                                  media_type="text/event-stream", headers={**headers(run), "cache-control": "no-cache"})
     try:
-        body = fmt.complete([Choice(0, [answer.text], finish_reason=answer.finish_reason)]).model_dump(mode="json")
+        body = fmt.complete([Choice(0, [text], finish_reason=answer.finish_reason)]).model_dump(mode="json")
     except BaseException:
         run.finish("error")
         raise
     await run.finish_durably("ok")
     return JSONResponse(body, headers=headers(run))
+
+
+async def _guarded(run: Run, text: str) -> str:
+    """A cached answer through today's output rules (they may have changed since it was stored); a block is
+    refused before anything is sent, and billed as the hit it was."""
+    guard = OutputGuard.of(run)
+    if guard is None:
+        return text
+    try:
+        return guard.choices([Choice(0, [text])])[0].text
+    except (ContentBlocked, GuardrailFailed) as e:
+        await run.finish_durably("blocked")
+        raise as_api_error(e) from None
+    finally:
+        guard.report()
 
 
 async def _replay_sse(run: Run, fmt: Format, text: str, finish_reason: str):

@@ -14,6 +14,7 @@ from gateway.api.v1.headers import PinHeader, SessionHeader
 from gateway.api.v1.pipeline.admit import admit
 from gateway.api.v1.pipeline.job import Job
 from gateway.api.v1.pipeline.choices import Choice
+from gateway.api.v1.pipeline.guard import admitted, screen_input
 from gateway.api.v1.pipeline.respond import respond, response_id, status_of
 from gateway.api.v1.pipeline.run import Run
 from gateway.api.v1.prompted import with_prompt
@@ -81,8 +82,10 @@ async def answer_chat(services: Services, principal, job: Job, body: ChatComplet
                       prompt_version: str | None = None):
     """The whole chat pipeline for one request, HTTP or a Batch API line (`request` None: no client to
     watch for a disconnect). `prompt_version` ("name:N"): the stored prompt it was built from."""
+    job, body, guardrails = await screen_input(services, principal, job, body)  # redacted before all else
     run = await admit(services, principal, request_id, job, pin=pin, session=session)
     run.prompt_version = prompt_version
+    admitted(run, guardrails)
     try:  # after admission: limits first, embedding second; only a plain single answer can be cached
         step = await consult(services, principal, body, run) if job.cacheable else CacheStep(
             CacheLookup("bypass", reason="parameters"))

@@ -9,6 +9,7 @@ from gateway.api.deps import TenantDep
 from gateway.api.v1.body import CompletionBody, documented
 from gateway.api.v1.headers import PinHeader, SessionHeader
 from gateway.api.v1.pipeline.admit import admit
+from gateway.api.v1.pipeline.guard import admitted, screen_input
 from gateway.api.v1.pipeline.job import Job
 from gateway.api.v1.logprobs import completion_logprobs
 from gateway.api.v1.pipeline.choices import Choice
@@ -64,5 +65,7 @@ async def completions(principal: TenantDep, body: CompletionBody, services: AppS
 async def answer_completion(services: Services, principal, job: Job, request_id: str, *,
                             request: Request | None = None, pin: str | None = None, session: str | None = None):
     """The whole completions pipeline for one request, HTTP or a Batch API line (`request` None)."""
+    job, _, guardrails = await screen_input(services, principal, job)  # redacted before it is counted
     run = await admit(services, principal, request_id, job, pin=pin, session=session)
+    admitted(run, guardrails)
     return await respond(run, CompletionFormat, request=request)

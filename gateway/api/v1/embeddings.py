@@ -12,6 +12,8 @@ from gateway.api.deps import TenantDep, key_allows_model
 from gateway.api.errors import model_not_found, no_capacity, permission_denied
 from gateway.api.v1.body import EmbeddingBody, documented
 from gateway.api.v1.pipeline.admit import reserve_tokens
+from gateway.api.v1.pipeline.guard import HEADER as GUARDRAILS_HEADER
+from gateway.api.v1.pipeline.guard import screen_texts
 from gateway.api.v1.pipeline.respond import status_of
 from gateway.api.v1.pipeline.run import Run
 from gateway.schemas.openai import Embedding, EmbeddingList, EmbeddingRequest, Usage
@@ -45,7 +47,7 @@ async def embed(services: Services, principal, body: EmbeddingRequest, request_i
     if embedder is None or not services.settings.embeddings_enabled:
         raise no_capacity("Embeddings are not enabled on this gateway.")
     services.ledger.ensure_room()
-    inputs = body.inputs()
+    inputs, fired = await screen_texts(services, principal, body.model, body.inputs())  # redacted before counted
     bound = sum(len(text.encode()) + _MARKERS_PER_TEXT for text in inputs)
     reservation = await reserve_tokens(services, principal, bound)
     run = Run(services, principal, request_id, endpoint="/v1/embeddings", model=body.model,
@@ -62,4 +64,5 @@ async def embed(services: Services, principal, body: EmbeddingRequest, request_i
     data = [Embedding(index=i, embedding=base64.b64encode(v.astype("<f4").tobytes()).decode() if b64 else v.tolist())
             for i, v in enumerate(vectors)]
     return EmbeddingList(data=data, model=body.model, usage=Usage(prompt_tokens=run.prompt_tokens,
-                                                                  total_tokens=run.prompt_tokens)), reservation.headers
+                                                                  total_tokens=run.prompt_tokens)), \
+        {**reservation.headers, **({GUARDRAILS_HEADER: fired[:1024]} if fired else {})}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, ForeignKey, Index, Integer, LargeBinary, String
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from gateway.db.base import Base
@@ -29,6 +29,11 @@ class Batch(Base):
     total: Mapped[int] = mapped_column(Integer, default=0)
     completed: Mapped[int] = mapped_column(Integer, default=0)
     failed: Mapped[int] = mapped_column(Integer, default=0)
+    # Tokens the ledger billed for the recorded lines (OpenAI's `usage`): added in the transaction that records
+    # a line, so a line counts once however often it runs, and reading them costs nothing however long the batch.
+    input_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    output_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
     in_progress_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

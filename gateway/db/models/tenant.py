@@ -37,4 +37,6 @@ class Tenant(Base):
     share_weight: Mapped[float] = mapped_column(Float, default=1.0, server_default="1")
     # The tenant's commercial plan ("free", "pro"...): routing rules may send plans to different versions.
     plan: Mapped[str | None] = mapped_column(String(64))
+    # Bytes of unexpired Batch API files the tenant may hold; None: the gateway's files_max_bytes_per_tenant.
+    files_max_bytes: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -19,5 +19,6 @@ def build_runner(services: Services) -> BatchRunner:
     s = services.settings
     config = RunnerConfig(concurrency=s.batch_concurrency, max_batches=s.batch_max_active, poll_s=s.batch_poll_s,
                           lease_s=s.batch_lease_s, stop_timeout_s=s.drain_timeout_s,
-                          max_requests=s.batch_max_requests)
+                          max_requests=s.batch_max_requests, output_expires_s=s.batch_output_expires_s,
+                          sweep_s=s.files_sweep_s)
     return BatchRunner(BatchStore(services.database), LineExecutor(services, priority=s.batch_priority), config)

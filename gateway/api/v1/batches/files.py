@@ -1,5 +1,6 @@
-"""POST /v1/files (purpose "batch", JSONL, size-capped), GET /v1/files, GET and DELETE /v1/files/{file_id},
-GET /v1/files/{file_id}/content. A tenant sees only its own files: any other id is a 404."""
+"""POST /v1/files (purpose "batch", JSONL, size-capped, within the tenant's storage quota, optionally expiring),
+GET /v1/files, GET and DELETE /v1/files/{file_id},
+GET /v1/files/{file_id}/content. A tenant sees only its own unexpired files: any other id is a 404."""
 from __future__ import annotations
 
 import asyncio
@@ -11,10 +12,12 @@ from gateway.api.deps import TenantDep
 from gateway.api.errors import APIError, invalid_request
 from gateway.api.v1.batches.multipart import parse_form
 from gateway.api.v1.batches.objects import file_object
+from gateway.batch.expiry import InvalidExpiry, expires_at
 from gateway.batch.ids import FILE_ID, new_file_id
 from gateway.batch.input import InvalidInput, parse_jsonl
 from gateway.batch.store import BatchStore
 from gateway.crud import batch_files
+from gateway.db.types import utcnow
 from gateway.schemas.batch import FileDeleted, FileList, FileObject
 from gateway.services import AppServices
 
@@ -31,6 +34,12 @@ def file_too_large(limit: int) -> APIError:
     return APIError(413, f"The file exceeds the limit of {limit} bytes.", param="file", code="file_too_large")
 
 
+def storage_full(e: batch_files.StorageFull) -> APIError:
+    # 413, not 429: OpenAI's SDKs retry a 429 (and 5xx) by themselves, but waiting frees no storage; a 413 reaches
+    # the caller at once (openai.APIStatusError, status_code 413) with this message.
+    return APIError(413, str(e), param="file", code="storage_quota_exceeded")
+
+
 @router.post("/files", response_model=FileObject)
 async def upload_file(principal: TenantDep, services: AppServices, request: Request) -> FileObject:
     """Upload a JSONL file of batch requests."""
@@ -45,14 +54,27 @@ async def upload_file(principal: TenantDep, services: AppServices, request: Requ
         raise invalid_request("file: a file is required.", param="file", code="missing_required_parameter")
     if len(upload.data) > limit:
         raise file_too_large(limit)
+    now = utcnow()
+    try:
+        expiry = expires_at(*(_text(form.get(f"expires_after[{k}]")) for k in ("anchor", "seconds")), created_at=now)
+    except InvalidExpiry as e:
+        raise invalid_request(str(e), param=e.param) from None
     try:
         await asyncio.to_thread(parse_jsonl, upload.data, max_lines=services.settings.batch_max_requests)
     except InvalidInput as e:
         raise invalid_request(f"file: {e}", param="file", code=e.errors[0].code) from None
-    row = await BatchStore(services.database).run(
-        batch_files.create_file, tenant_id=principal.tenant_id, file_id=new_file_id(),
-        filename=_filename(upload.filename), purpose=purpose.text(), content=upload.data)
+    try:
+        row = await BatchStore(services.database).run(
+            batch_files.create_file, tenant_id=principal.tenant_id, file_id=new_file_id(),
+            filename=_filename(upload.filename), purpose=purpose.text(), content=upload.data, created_at=now,
+            expires_at=expiry, quota=services.settings.files_max_bytes_per_tenant)
+    except batch_files.StorageFull as e:
+        raise storage_full(e) from None
     return file_object(row)
+
+
+def _text(part) -> str | None:
+    return None if part is None else part.text()
 
 
 def _filename(name: str | None) -> str:

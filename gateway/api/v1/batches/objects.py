@@ -6,7 +6,8 @@ from datetime import datetime
 
 from gateway.db.models.batch import Batch
 from gateway.db.models.batch_file import BatchFile
-from gateway.schemas.batch import BatchErrors, BatchObject, FileObject, RequestCounts
+from gateway.schemas.batch import (BatchErrors, BatchObject, BatchUsage, FileObject, InputTokensDetails,
+                                  RequestCounts)
 
 
 def _ts(value: datetime | None) -> int | None:
@@ -15,7 +16,7 @@ def _ts(value: datetime | None) -> int | None:
 
 def file_object(row: BatchFile) -> FileObject:
     return FileObject(id=row.id, bytes=row.bytes, created_at=_ts(row.created_at), filename=row.filename,
-                      purpose=row.purpose)
+                      purpose=row.purpose, expires_at=_ts(row.expires_at))
 
 
 def batch_object(row: Batch) -> BatchObject:
@@ -28,4 +29,12 @@ def batch_object(row: Batch) -> BatchObject:
         expires_at=_ts(row.expires_at), finalizing_at=_ts(row.finalizing_at), completed_at=_ts(row.completed_at),
         failed_at=_ts(row.failed_at), expired_at=_ts(row.expired_at), cancelling_at=_ts(row.cancelling_at),
         cancelled_at=_ts(row.cancelled_at),
-        request_counts=RequestCounts(total=row.total, completed=row.completed, failed=row.failed), metadata=metadata)
+        request_counts=RequestCounts(total=row.total, completed=row.completed, failed=row.failed),
+        usage=usage_of(row), metadata=metadata)
+
+
+def usage_of(row: Batch) -> BatchUsage:
+    tokens_in, tokens_out = row.input_tokens or 0, row.output_tokens or 0
+    cached = InputTokensDetails(cached_tokens=row.cached_tokens or 0)
+    return BatchUsage(input_tokens=tokens_in, input_tokens_details=cached, output_tokens=tokens_out,
+                      total_tokens=tokens_in + tokens_out)

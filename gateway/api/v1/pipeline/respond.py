@@ -16,7 +16,11 @@ from pydantic import BaseModel
 from gateway.api.errors import APIError
 from gateway.api.v1.pipeline.choices import Choice, Choices
 from gateway.api.v1.pipeline.generate import gateway_timeout, generation_failed, open_generation
+from gateway.api.v1.pipeline.guard import HEADER as GUARDRAILS_HEADER
+from gateway.api.v1.pipeline.guard import as_api_error, header_value
+from gateway.api.v1.pipeline.output_guard import OutputGuard
 from gateway.api.v1.pipeline.run import Run
+from gateway.guardrails.errors import ContentBlocked, GuardrailFailed
 from gateway.schemas.openai import Usage
 from gateway.serving.base import CompletionDelta, GenerationChunk, GenerationFailed
 
@@ -66,6 +70,9 @@ def headers(run: Run) -> dict[str, str]:
     if run.job is not None and run.job.ignored:
         # Names are client text, a header value is printable ASCII: escape them ("ä" -> "%C3%A4").
         out["x-tollgate-ignored-fields"] = ",".join(quote(name, safe="") for name in run.job.ignored)[:1024]
+    fired = header_value(run)
+    if fired:
+        out[GUARDRAILS_HEADER] = fired[:1024]
     return out
 
 
@@ -153,8 +160,17 @@ async def _collect(run: Run, stream: AsyncIterator[GenerationChunk], first: Gene
             await stream.aclose()
         if status != "ok":
             run.finish(status)
+    answer, blocked = choices.best(run.job.n), None
+    guard = OutputGuard.of(run)
+    if guard is not None:
+        try:
+            answer = guard.choices(answer)
+        except (ContentBlocked, GuardrailFailed) as e:
+            status, blocked = "blocked", as_api_error(e)  # the model's work is billed; none of it is sent
+        guard.report()
     await run.finish_durably(status)  # the row is safe before the answer leaves
-    answer = choices.best(run.job.n)
+    if blocked is not None:
+        raise blocked
     if keep is not None and run.job.generated == 1:
         keep(run, answer[0].text, answer[0].finish_reason)
     return JSONResponse(fmt.complete(answer).model_dump(mode="json", exclude_none=False), headers=headers(run))
@@ -165,6 +181,7 @@ async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: Generati
     status, error = "aborted", None  # "aborted" until the stream reaches an end of its own
     chunk: GenerationChunk | None = first
     choices = Choices()
+    guard = OutputGuard.of(run)  # None: no output rule, the text goes out as generated
     try:
         opening = fmt.opening()
         if opening is not None:
@@ -175,18 +192,25 @@ async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: Generati
                     status, error = "truncated", _quota_ran_out()
                     break
                 run.observe(chunk)
-                deltas = [d for d in choices.add(chunk) if d.text or d.finish_reason or d.logprobs]
+                deltas = choices.add(chunk)
+                if guard is not None:
+                    deltas = guard.deltas(deltas)  # held back until no rule's match can still grow over it
+                deltas = [d for d in deltas if d.text or d.finish_reason or d.logprobs]
                 if deltas:
                     yield sse_event(fmt.delta(deltas, run.usage() if run.job.continuous_usage else None))
                 if chunk.finish_reason is not None:  # every completion has finished
                     status = "ok"
                     if keep is not None and run.job.generated == 1:
-                        keep(run, choices.first().text, choices.first().finish_reason)
+                        text = choices.first().text if guard is None else guard.text(0)
+                        keep(run, text, choices.first().finish_reason)
                     break
                 async with asyncio.timeout(run.remaining_s()):
                     chunk = await anext(stream, None)
             else:
                 raise GenerationFailed("the generation ended without a finish reason")
+        except (ContentBlocked, GuardrailFailed) as e:
+            # Nothing the rule matched was sent (held back); the tokens made so far are billed.
+            status, error = "blocked", as_api_error(e)
         except TimeoutError:
             status, error = "error", gateway_timeout()
         except GenerationFailed:
@@ -195,6 +219,8 @@ async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: Generati
             # Headers are gone: the client learns of it in the stream, the operator in the log.
             log.exception("stream failed")
             status, error = "error", APIError(500, "The server had an error while streaming.", type="server_error")
+        if guard is not None:
+            guard.report()
         # The row is durable before the client learns what it is billed for: a gateway killed after the
         # usage chunk or [DONE] cannot lose it.
         await run.finish_durably(status)
@@ -204,6 +230,9 @@ async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: Generati
             yield sse_event(fmt.usage_chunk())
         if error is not None:
             yield sse_event(error.body())
+        if guard is not None and guard.policy.output_tally:
+            # The header went out before the output rules fired: an SSE comment says it (clients skip comments).
+            yield f": {GUARDRAILS_HEADER}: {guard.policy.output_tally.header()}\n\n"
         yield "data: [DONE]\n\n"
     finally:
         # Runs on a normal end, and when the client leaves (the task is cancelled): abort the

@@ -16,7 +16,8 @@ from gateway.services import Services
 
 log = logging.getLogger("tollgate.generation")
 
-HEALTHY = {"ok", "aborted", "truncated"}  # outcomes that say nothing bad about the version
+HEALTHY = {"ok", "aborted", "truncated", "blocked"}  # outcomes that say nothing bad about the version
+# "blocked": a guardrail stopped the answer (gateway.guardrails); the version did its work
 
 
 class Run:
@@ -46,6 +47,7 @@ class Run:
         self.cache_hit = False
         self.cache_status, self.cache_score = "bypass", None  # x-tollgate-cache[-score]
         self.prompt_version: str | None = None  # "name:N": the stored prompt the request was built from
+        self.guardrails = None  # gateway.guardrails.policy.Policy when the key's tenant has rules
         self.ttft_s: float | None = None
         self._finished = False
         self._left = False  # the drain's count given back

@@ -49,7 +49,8 @@ class ResponsesFormat:
 
     def failed(self, text: str, error: APIError) -> ResponseObject:
         """A stream cut short (the model failed, timed out, or the budget ran out): what was made, and usage."""
-        code = error.code if error.status == 429 else "server_error"
+        # A guardrail's block keeps its code: the client should know it was the content, not the server.
+        code = error.code if error.status == 429 or error.code == "content_blocked" else "server_error"
         output = [self.message(text, "incomplete")] if text else []
         return self._response("failed", output, usage=self.usage(),
                               error=ResponseError(code=code or "server_error", message=error.message))

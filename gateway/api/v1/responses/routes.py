@@ -11,8 +11,9 @@ from gateway.api.errors import APIError, invalid_request
 from gateway.api.v1.body import documented, parse
 from gateway.api.v1.headers import PinHeader, SessionHeader
 from gateway.api.v1.pipeline.admit import admit
+from gateway.api.v1.pipeline.guard import admitted, redacted_messages, screen_input
 from gateway.api.v1.pipeline.respond import respond
-from gateway.api.v1.responses.conversation import bounded, conversation
+from gateway.api.v1.responses.conversation import Conversation, bounded, conversation
 from gateway.api.v1.responses.format import ResponsesFormat
 from gateway.api.v1.responses.job import ResponsesJob, in_responses_terms
 from gateway.api.v1.responses.store import ResponseStore
@@ -60,9 +61,13 @@ async def create_response(principal: TenantDep, body: CreateBody, services: AppS
                    services.settings.responses_max_input_bytes)
     job = ResponsesJob.of(body, conv.engine_messages())
     try:
+        job, _, guardrails = await screen_input(services, principal, job)  # redacted before it is counted
         run = await admit(services, principal, request.state.request_id, job, pin=pin, session=session)
+        admitted(run, guardrails)
     except APIError as e:
         raise in_responses_terms(e) from None
+    # A stored response keeps the conversation as the model saw it: redacted, never the raw input.
+    conv = Conversation(conv.instructions, redacted_messages(guardrails, conv.context))
     fmt = ResponsesFormat(run, echo(body), save=(lambda final: store.save(final, conv.context))
                           if body.store is not False else None)
     answer = await respond(run, lambda _: fmt, request=request, stream_body=responses_sse)

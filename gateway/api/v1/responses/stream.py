@@ -22,9 +22,12 @@ from pydantic import BaseModel
 from gateway.api.errors import APIError
 from gateway.api.v1.pipeline.choices import Choices
 from gateway.api.v1.pipeline.generate import gateway_timeout, generation_failed
+from gateway.api.v1.pipeline.guard import as_api_error
+from gateway.api.v1.pipeline.output_guard import OutputGuard
 from gateway.api.v1.pipeline.respond import Keep, _quota_ran_out
 from gateway.api.v1.pipeline.run import Run
 from gateway.api.v1.responses.format import ResponsesFormat
+from gateway.guardrails.errors import ContentBlocked, GuardrailFailed
 from gateway.schemas.responses import OutputText
 from gateway.serving.base import GenerationChunk, GenerationFailed
 
@@ -49,6 +52,7 @@ async def responses_sse(run: Run, stream: AsyncIterator[GenerationChunk], first:
     status, error = "aborted", None  # "aborted" until the stream reaches an end of its own
     chunk: GenerationChunk | None = first
     choices, event = Choices(), Events()
+    guard = OutputGuard.of(run)  # None: no output rule, the text goes out as generated
     at = {"item_id": fmt.message_id, "output_index": 0, "content_index": 0}
     try:
         yield event("response.created", response=fmt.in_progress())
@@ -61,7 +65,8 @@ async def responses_sse(run: Run, stream: AsyncIterator[GenerationChunk], first:
                     status, error = "truncated", _quota_ran_out()
                     break
                 run.observe(chunk)
-                for d in choices.add(chunk):
+                deltas = choices.add(chunk)
+                for d in deltas if guard is None else guard.deltas(deltas):  # held back, redacted
                     if d.text:
                         yield event("response.output_text.delta", **at, delta=d.text, logprobs=[])
                 if chunk.finish_reason is not None:
@@ -71,6 +76,8 @@ async def responses_sse(run: Run, stream: AsyncIterator[GenerationChunk], first:
                     chunk = await anext(stream, None)
             else:
                 raise GenerationFailed("the generation ended without a finish reason")
+        except (ContentBlocked, GuardrailFailed) as e:
+            status, error = "blocked", as_api_error(e)  # nothing it matched was sent; the tokens are billed
         except TimeoutError:
             status, error = "error", gateway_timeout()
         except GenerationFailed:
@@ -80,17 +87,20 @@ async def responses_sse(run: Run, stream: AsyncIterator[GenerationChunk], first:
             log.exception("stream failed")
             status, error = "error", APIError(500, "The server had an error while streaming.", type="server_error")
         # The row is durable before the client learns what it is billed for.
+        if guard is not None:
+            guard.report()
         await run.finish_durably(status)
         answer = choices.first()
+        text = answer.text if guard is None else guard.text(0)  # what the client was sent
         if error is not None:
-            yield event("response.failed", response=fmt.failed(answer.text, error))
+            yield event("response.failed", response=fmt.failed(text, error))
             return
-        final = fmt.finished(answer.text, answer.finish_reason)
+        final = fmt.finished(text, answer.finish_reason)
         if fmt.save is not None:
             with anyio.CancelScope(shield=True):  # stored before the client can ask for it
                 await fmt.save(final)
         item = final.output[0]
-        yield event("response.output_text.done", **at, text=answer.text, logprobs=[])
+        yield event("response.output_text.done", **at, text=text, logprobs=[])
         yield event("response.content_part.done", **at, part=item.content[0])
         yield event("response.output_item.done", output_index=0, item=item)
         yield event("response.incomplete" if final.status == "incomplete" else "response.completed", response=final)

@@ -1,0 +1,79 @@
+"""The periodic checks: every `check_s`, versions without a healthy replica and the SLO thresholds, and settled
+deliveries past `retention_s` pruned. Each is its own transaction; a failing one is logged and tried again at
+the next tick."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import TypeVar
+
+from gateway.alerts.config import AlertsConfig
+from gateway.alerts.health import check_versions
+from gateway.alerts.outbox import prune
+from gateway.alerts.slo import check_slos
+from gateway.db.database import Database
+from gateway.db.types import utcnow
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Monitor:
+    def __init__(self, database: Database, config: AlertsConfig, *,
+                 health: Callable[[], Awaitable[dict[str, bool]]] | None = None, pool: str = "",
+                 on_emitted: Callable[[], None] = lambda: None) -> None:
+        self.database, self.config = database, config
+        self._health, self._pool, self._on_emitted = health, pool, on_emitted
+        self._task: asyncio.Task | None = None
+        self._stop = asyncio.Event()
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="alerts-monitor")
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        # Waits before the first check: versions still warming up at start-up are not an outage.
+        while not self._stop.is_set():
+            try:
+                async with asyncio.timeout(self.config.check_s):
+                    await self._stop.wait()
+                return
+            except TimeoutError:
+                pass
+            await self.check_once()
+
+    async def check_once(self) -> int:
+        """Both checks; returns the deliveries written."""
+        written = 0
+        if self._health is not None:
+            try:
+                health = await self._health()
+                written += len(await asyncio.to_thread(self._in_transaction, check_versions, health,
+                                                       pool=self._pool))
+            except Exception:
+                log.exception("alerts: the version health check failed")
+        try:
+            written += len(await asyncio.to_thread(
+                self._in_transaction, lambda conn: check_slos(conn, now=utcnow(), window_s=self.config.slo_window_s,
+                                                              min_requests=self.config.slo_min_requests)))
+        except Exception:
+            log.exception("alerts: the SLO check failed")
+        if written:
+            self._on_emitted()
+        try:
+            before = utcnow() - timedelta(seconds=self.config.retention_s)
+            await asyncio.to_thread(self._in_transaction, prune, before=before)
+        except Exception:
+            log.exception("alerts: pruning old deliveries failed")
+        return written
+
+    def _in_transaction(self, work: Callable[..., T], *args, **kw) -> T:
+        with self.database.engine.begin() as conn:
+            return work(conn, *args, **kw)

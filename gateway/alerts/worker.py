@@ -1,0 +1,123 @@
+"""The delivery worker: a background task in every gateway process that claims due deliveries under a database
+lease (two gateways never send one delivery at the same time), sends them, and records each attempt: delivered,
+retried later with backoff, or failed after `max_attempts`. A worker that dies mid-send leaves its lease to lapse;
+the next one sends the delivery again with the same event id, which receivers dedupe on."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import uuid
+from datetime import timedelta
+
+import httpx
+
+from gateway.alerts.backoff import retry_delay_s
+from gateway.alerts.config import AlertsConfig
+from gateway.alerts.events import AlertEvent
+from gateway.alerts.outbox import Claimed, claim, emit, settle
+from gateway.alerts.pending import PendingEvents
+from gateway.alerts.sender import send
+from gateway.db.database import Database
+from gateway.db.types import utcnow
+
+log = logging.getLogger(__name__)
+
+
+class DeliveryWorker:
+    def __init__(self, database: Database, config: AlertsConfig, *, owner: str | None = None,
+                 pending: PendingEvents | None = None, transport: httpx.AsyncBaseTransport | None = None,
+                 rand: random.Random | None = None) -> None:
+        self.database, self.config = database, config
+        self.owner = owner or f"alerts-{uuid.uuid4().hex[:16]}"
+        self.pending = pending if pending is not None else PendingEvents()
+        self._transport, self._rand = transport, rand or random.Random()
+        self._client: httpx.AsyncClient | None = None
+        self._task: asyncio.Task | None = None
+        self._wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = False
+
+    async def open(self) -> None:
+        """The HTTP client alone: `run_once` may be driven by hand (tests, a one-shot drain)."""
+        self._loop = asyncio.get_running_loop()
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.config.timeout_s, transport=self._transport,
+                                             follow_redirects=False)
+
+    async def start(self) -> None:
+        await self.open()
+        self._task = asyncio.create_task(self._run(), name="alerts-delivery")
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        if self._task is not None:
+            await self._task  # never cancelled mid-settle; a send in flight ends within timeout_s
+            self._task = None
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def wake(self) -> None:
+        """Look for due deliveries now (safe from any thread)."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._wake.set)
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            claimed = 0
+            try:
+                claimed = await self.run_once()
+            except Exception:
+                log.exception("alerts: delivery poll failed; trying again in %.1fs", self.config.poll_s)
+            if claimed >= self.config.batch:
+                continue  # more may be due
+            try:
+                async with asyncio.timeout(self.config.poll_s):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+            self._wake.clear()
+
+    async def run_once(self) -> int:
+        """Write events held in memory, then claim, send and settle one batch. Returns how many were claimed."""
+        if len(self.pending):
+            await asyncio.to_thread(self.pending.drain, self._write_event)
+        if self._client is None:
+            raise RuntimeError("start() the worker first")
+        claimed = await asyncio.to_thread(self._claim)
+        await asyncio.gather(*(self._deliver(c) for c in claimed))
+        return len(claimed)
+
+    def _write_event(self, event: AlertEvent) -> None:
+        with self.database.engine.begin() as conn:
+            emit(conn, event)
+
+    def _claim(self) -> list[Claimed]:
+        with self.database.engine.begin() as conn:
+            return claim(conn, owner=self.owner, now=utcnow(), lease_s=self.config.lease_s, limit=self.config.batch)
+
+    async def _deliver(self, delivery: Claimed) -> None:
+        outcome = await send(self._client, delivery, timeout_s=self.config.timeout_s,
+                             error_chars=self.config.error_body_chars)
+        now = utcnow()
+        attempts = delivery.attempts + 1
+        retry_at = None
+        if not outcome.ok and attempts < self.config.max_attempts:
+            retry_at = now + timedelta(seconds=retry_delay_s(attempts, self.config, self._rand))
+        if not outcome.ok:
+            log.warning("alerts: delivery %s to %s failed (attempt %d of %d): %s", delivery.id, delivery.url,
+                        attempts, self.config.max_attempts, outcome.error)
+
+        def record() -> bool:
+            with self.database.engine.begin() as conn:
+                return settle(conn, delivery_id=delivery.id, owner=self.owner, outcome=outcome, now=now,
+                              retry_at=retry_at)
+        try:
+            if not await asyncio.to_thread(record):
+                log.warning("alerts: lease on delivery %s lapsed before its attempt was recorded", delivery.id)
+        except Exception:
+            # The lease lapses by itself and the delivery is sent again (same id): receivers dedupe on it.
+            log.exception("alerts: recording the attempt on delivery %s failed", delivery.id)

@@ -1,0 +1,1 @@
+"""PII detectors, one entity per file; `registry.DETECTORS` names them for rules ("entities")."""

@@ -35,11 +35,34 @@ def downgrade(url: str, revision: str = "base") -> None:
 def pending(url: str) -> list[str]:
     """Head revisions the database has not reached (every branch's head), sorted; [] when it is current.
     Raises SQLAlchemy's errors when the database cannot be reached."""
-    heads = set(ScriptDirectory.from_config(alembic_config(url)).get_heads())
+    script = ScriptDirectory.from_config(alembic_config(url))
     engine = create_engine(normalise_url(url))
     try:
         with engine.connect() as conn:
             current = set(MigrationContext.configure(conn).get_current_heads())
     finally:
         engine.dispose()
-    return sorted(heads - current)
+    return sorted(set(script.get_heads()) - _applied(script, current))
+
+
+def _as_tuple(value) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _applied(script: ScriptDirectory, current: set[str]) -> set[str]:
+    """Every revision the database has: its version table's heads and all they rest on, through down-revisions
+    and `depends_on` alike (a branch head another branch depends on leaves the version table once that one
+    is applied, though it is still a head of the scripts)."""
+    seen: set[str] = set()
+    todo = list(current)
+    while todo:
+        rev = todo.pop()
+        if rev in seen:
+            continue
+        seen.add(rev)
+        sc = script.get_revision(rev)
+        if sc is not None:
+            todo += [*_as_tuple(sc.down_revision), *_as_tuple(sc.dependencies)]
+    return seen

@@ -53,11 +53,14 @@ def test_guidellm_fixed_load_completes_with_the_lengths_asked_for(real_gateway, 
     (bench,) = json.loads(report.read_text())["benchmarks"]
     totals = bench["metrics"]["request_totals"]
     assert totals["errored"] == 0 and totals["incomplete"] == 0, totals
-    assert totals["successful"] == REQUESTS, totals
+    # guidellm's max_requests constraint may end its run one in-flight request short on a loaded machine (seen
+    # at load average 7: 7 of 8 counted, none errored, incomplete or cancelled): judge every request it counted.
+    done_n = totals["successful"]
+    assert REQUESTS - STREAMS < done_n <= REQUESTS, totals
     state = bench["scheduler_state"]
     assert state["errored_requests"] == 0 and state["cancelled_requests"] == 0
     done = bench["requests"]["successful"]
-    assert len(done) == REQUESTS and not bench["requests"]["errored"] and not bench["requests"]["incomplete"]
+    assert len(done) == done_n and not bench["requests"]["errored"] and not bench["requests"]["incomplete"]
     for r in done:
         body = json.loads(r["request_args"])["body"]
         assert body["max_completion_tokens"] == OUTPUT_TOKENS and body["ignore_eos"] is True
@@ -69,8 +72,8 @@ def test_guidellm_fixed_load_completes_with_the_lengths_asked_for(real_gateway, 
 
     # The ledger: one row per request guidellm made (its chat completion id names our request id), billed with
     # the prompt and completion tokens guidellm was told in the stream's usage.
-    rows = {row.request_id: row for row in wait_usage_rows(url, tenant_id, REQUESTS)}
-    assert len(rows) == REQUESTS
+    rows = {row.request_id: row for row in wait_usage_rows(url, tenant_id, done_n)}
+    assert done_n <= len(rows) <= REQUESTS
     for r in done:
         row = rows["req_" + r["response_id"].removeprefix("chatcmpl-")]
         assert row.status == "ok" and row.model == MODEL and not row.cache_hit

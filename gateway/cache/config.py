@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gateway.cache.alignment import AlignmentConfig
+from gateway.cache.audit import AuditConfig
 from gateway.cache.index import IndexConfig
 
 # Chosen on the dev split of benchmarks/data/semantic_cache_pairs.jsonl with the guards on
@@ -46,6 +48,8 @@ class CacheConfig:
     index: IndexConfig = field(default_factory=IndexConfig)
     # FAISS's OpenMP pool is process-wide; for one query at a time, extra threads only contend.
     faiss_threads: int = 1
+    alignment: AlignmentConfig = field(default_factory=AlignmentConfig)  # the verifier's word alignment
+    audit: AuditConfig = field(default_factory=AuditConfig)  # the live accuracy check
 
     def __post_init__(self) -> None:
         if not isinstance(self.default_policy, TenantCachePolicy):

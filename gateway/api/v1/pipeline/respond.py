@@ -39,9 +39,9 @@ class Format(Protocol):
         """The whole answer."""
 
 
-# Told of every single-completion generation that ran to an end of its own: (run, its text, finish_reason).
-# Must not block: the response is still being sent.
-Keep = Callable[[Run, str, str | None], None]
+# Told of every single-completion generation that ran to an end of its own: (run, its text, finish_reason,
+# its token ids). Must not block: the response is still being sent.
+Keep = Callable[[Run, str, str | None, list[int]], None]
 
 # A stream's body, in place of the chat/completions SSE (`_sse`) for an endpoint whose events differ (the
 # Responses API): given the run, the open generation, its first chunk, the format and `keep`, it yields SSE
@@ -152,7 +152,7 @@ async def _collect(run: Run, stream: AsyncIterator[GenerationChunk], first: Gene
     await run.finish_durably(status)  # the row is safe before the answer leaves
     answer = choices.best(run.job.n)
     if keep is not None and run.job.generated == 1:
-        keep(run, answer[0].text, answer[0].finish_reason)
+        keep(run, answer[0].text, answer[0].finish_reason, answer[0].token_ids)
     return JSONResponse(fmt.complete(answer).model_dump(mode="json", exclude_none=False), headers=headers(run))
 
 
@@ -177,7 +177,8 @@ async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: Generati
                 if chunk.finish_reason is not None:  # every completion has finished
                     status = "ok"
                     if keep is not None and run.job.generated == 1:
-                        keep(run, choices.first().text, choices.first().finish_reason)
+                        keep(run, choices.first().text, choices.first().finish_reason,
+                             choices.first().token_ids)
                     break
                 async with asyncio.timeout(run.remaining_s()):
                     chunk = await anext(stream, None)

@@ -12,14 +12,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.cache.lexicon import SYNONYM_GROUPS
+from gateway.cache.lexicon import STOPWORDS, SYNONYM_GROUPS
 from gateway.cache.word_vectors import WordVectors
-from gateway.cache.words import Word, content_words, edit_distance, sides
+from gateway.cache.words import Word, content_words, edit_distance, sides, stem, tokens
 
+# stem -> the stems of its synonyms ("differs" and "difference" meet through "differ").
 _SYNONYMS: dict[str, frozenset[str]] = {}
 for _group in SYNONYM_GROUPS:
-    for _w in _group:
-        _SYNONYMS[_w] = _SYNONYMS.get(_w, frozenset()) | _group
+    _stems = frozenset(stem(w) for w in _group)
+    for _s in _stems:
+        _SYNONYMS[_s] = _SYNONYMS.get(_s, frozenset()) | _stems
+# A word with one of these in front is its opposite, never its typo ("hashable" / "unhashable").
+_NEGATING_PREFIXES = ("un", "non", "in", "im", "il", "ir", "dis", "a")
 
 
 @dataclass(slots=True, frozen=True)
@@ -46,8 +50,11 @@ class Aligner:
     def refusal(self, query: str, candidate: str) -> str | None:
         """None when every content word of each question has its equivalent in the other; else why not."""
         a, b = content_words(query), content_words(candidate)
-        left_a = [w for w in a if not any(self._same(w, x) for x in b)]
-        left_b = [w for w in b if not any(self._same(w, x) for x in a)]
+        left_a = [w for w in a if not any(self._same(w, x) for x in b) and not self._noise(w, b)]
+        left_b = [w for w in b if not any(self._same(w, x) for x in a) and not self._noise(w, a)]
+        for w in left_a + left_b:
+            if _opposite(w.surface, [x.surface for x in (b if w in left_a else a)]):
+                return "negation"
         for w in left_a + left_b:
             if w.closed_class:
                 return w.closed_class
@@ -55,18 +62,25 @@ class Aligner:
             reason = self._by_vectors(a, b, left_a, left_b)
             if reason:
                 return reason
-        return "order" if _reversed(query, candidate) else None
+        return "order" if _reversed(query, candidate) or _swapped(query, candidate) else None
 
     def _same(self, x: Word, y: Word) -> bool:
-        if x.stem == y.stem or x.surface == y.surface:
-            return True
-        if y.surface in _SYNONYMS.get(x.surface, ()) or y.stem in _SYNONYMS.get(x.stem, ()):
+        if x.stem == y.stem or x.surface == y.surface or y.stem in _SYNONYMS.get(x.stem, ()):
             return True
         return self._typo(x.surface, y.surface)
 
+    def _noise(self, w: Word, other: tuple[Word, ...]) -> bool:
+        """A misspelt function word ("waht"), or one half of a compound the other side writes whole
+        ("green house" / "greenhouse")."""
+        if not self.vectors.known(w.surface) and len(w.surface) >= 4 and any(
+                edit_distance(w.surface, s, 1) <= 1 for s in _LONG_STOPWORDS if abs(len(s) - len(w.surface)) <= 1):
+            return True
+        return any(o.surface.startswith(w.surface) or o.surface.endswith(w.surface) for o in other
+                   if len(o.surface) > len(w.surface) + 2 and len(w.surface) >= 4 and not o.closed_class)
+
     def _typo(self, x: str, y: str) -> bool:
         shortest = min(len(x), len(y))
-        if shortest < self.config.typo_min_length or x.isdigit() or y.isdigit():
+        if shortest < self.config.typo_min_length or x.isdigit() or y.isdigit() or _opposite(x, [y]):
             return False
         if self.vectors.known(x) and self.vectors.known(y):
             return False
@@ -88,6 +102,35 @@ class Aligner:
             if not rest and best(w, others)[0] < cfg.addition_similarity:
                 return f"addition:{w.surface}"
         return None
+
+
+_LONG_STOPWORDS = frozenset(w for w in STOPWORDS if len(w) >= 4)
+
+
+def _opposite(word: str, others: list[str]) -> bool:
+    """`word` is one of `others` with a negating prefix, or the other way round."""
+    for other in others:
+        longer, shorter = (word, other) if len(word) > len(other) else (other, word)
+        if any(longer == p + shorter for p in _NEGATING_PREFIXES) and len(shorter) >= 4:
+            return True
+    return False
+
+
+def _swapped(query: str, candidate: str) -> bool:
+    """The same sentence with two spans traded: "Is every square a rectangle?" / "Is every rectangle a
+    square?". Only this minimal edit counts: a paraphrase that moves a clause or turns to the passive
+    ("The Mona Lisa was painted by whom?") changes the words around the spans too."""
+    a, b = tokens(query), tokens(candidate)
+    if len(a) != len(b) or a == b:
+        return False
+    lo = next(i for i in range(len(a)) if a[i] != b[i])
+    hi = max(i for i in range(len(a)) if a[i] != b[i]) + 1
+    mid_a, mid_b = a[lo:hi], b[lo:hi]
+    for x in range(1, 4):
+        for y in range(1, 4):
+            if x + y <= len(mid_a) and mid_b == mid_a[len(mid_a) - y:] + mid_a[x:len(mid_a) - y] + mid_a[:x]:
+                return True
+    return False
 
 
 def _reversed(query: str, candidate: str) -> bool:

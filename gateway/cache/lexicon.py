@@ -24,7 +24,7 @@ and or but if then so than too very also just only even still yet already
 please kindly thanks thank hi hello hey dear
 tell say explain describe show give let know want wanted wondering wonder curious help like would
 question ask asking answer quick quickly briefly simply basically actually really exactly generally usually
-way ways thing things kind sort type city
+way ways thing things kind sort type city between appear seem able
 get got gets getting make makes made
 any some all each every much many lot lots more most
 s t re ve ll d m
@@ -47,6 +47,26 @@ second minute hour day week month quarter year decade century millennium
 # Groups of words that ask the same thing; a word matches any member of its group. Kept small and safe:
 # only words that swap freely in questions to a chat model.
 SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in (
+    "work function operate",
+    "cause trigger",
+    "replace substitute swap",
+    "connect pair link",
+    "keep prevent stop",
+    "best ideal optimal",
+    "fastest quickest",
+    "central downtown",
+    "latest last newest recent",
+    "env environment",
+    "info information",
+    "config configuration",
+    "repo repository",
+    "db database",
+    "docs documentation",
+    "ratio proportion",
+    "enable activate",
+    "disable deactivate",
+    "travel get go",
+    "guy person man",
     "fix repair resolve solve troubleshoot",
     "change modify update edit alter",
     "remove delete erase",

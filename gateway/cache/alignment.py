@@ -75,6 +75,8 @@ class Aligner:
         if not self.vectors.known(w.surface) and len(w.surface) >= 4 and any(
                 edit_distance(w.surface, s, 1) <= 1 for s in _LONG_STOPWORDS if abs(len(s) - len(w.surface)) <= 1):
             return True
+        if any(x.surface + y.surface == w.surface for x, y in zip(other, other[1:])):
+            return True
         return any(o.surface.startswith(w.surface) or o.surface.endswith(w.surface) for o in other
                    if len(o.surface) > len(w.surface) + 2 and len(w.surface) >= 4 and not o.closed_class)
 
@@ -107,6 +109,12 @@ class Aligner:
 _LONG_STOPWORDS = frozenset(w for w in STOPWORDS if len(w) >= 4)
 
 
+def opposite_words(query: str, candidate: str) -> bool:
+    """A content word of one is a content word of the other with a negating prefix ("sorted" / "unsorted")."""
+    b = [w.surface for w in content_words(candidate)]
+    return any(_opposite(w.surface, b) for w in content_words(query))
+
+
 def _opposite(word: str, others: list[str]) -> bool:
     """`word` is one of `others` with a negating prefix, or the other way round."""
     for other in others:
@@ -120,7 +128,9 @@ def _swapped(query: str, candidate: str) -> bool:
     """The same sentence with two spans traded: "Is every square a rectangle?" / "Is every rectangle a
     square?". Only this minimal edit counts: a paraphrase that moves a clause or turns to the passive
     ("The Mona Lisa was painted by whom?") changes the words around the spans too."""
-    a, b = tokens(query), tokens(candidate)
+    # Negations leave the comparison: "isn't my refund" / "is my refund not" is the negation guard's business.
+    a = [t for t in tokens(query) if t not in ("not", "n't")]
+    b = [t for t in tokens(candidate) if t not in ("not", "n't")]
     if len(a) != len(b) or a == b:
         return False
     lo = next(i for i in range(len(a)) if a[i] != b[i])

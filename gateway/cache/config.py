@@ -7,9 +7,10 @@ from gateway.cache.alignment import AlignmentConfig
 from gateway.cache.audit import AuditConfig
 from gateway.cache.index import IndexConfig
 
-# Chosen on the dev split of benchmarks/data/semantic_cache_pairs.jsonl with the guards on
-# (benchmarks/semantic_cache_eval.py): dev precision stays >= 99% from 0.83 up; + 0.03 margin.
-DEFAULT_THRESHOLD = 0.86
+# Chosen on the hand-written corpus' dev split with the verifier on (benchmarks/semantic_cache_eval.py):
+# no wrong hit from 0.70 up; 0.80 keeps a margin (paraphrases served: 77% at 0.70, 75% at 0.80, 73% at 0.86),
+# so the verifier, not the cosine, decides the close calls less often.
+DEFAULT_THRESHOLD = 0.80
 
 
 def _check_threshold(name: str, value: float) -> None:

@@ -239,6 +239,12 @@ def entities_agree(a: Features, b: Features) -> bool:
     return order_a == order_b
 
 
+def entities_present(a: Features, b: Features) -> bool:
+    """Every entity of one appears in the other, in any order (earlier turns: "a Samsung Galaxy S23" and
+    "a Galaxy S23 from Samsung" set the same scene)."""
+    return all(_position(e, b.text) >= 0 for e in a.entities) and all(_position(e, a.text) >= 0 for e in b.entities)
+
+
 GUARDS: dict[str, Guard] = {
     "numbers": numbers_agree,
     "units": units_agree,

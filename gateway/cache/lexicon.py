@@ -24,7 +24,7 @@ and or but if then so than too very also just only even still yet already
 please kindly thanks thank hi hello hey dear
 tell say explain describe show give let know want wanted wondering wonder curious help like would
 question ask asking answer quick quickly briefly simply basically actually really exactly generally usually
-way ways thing things kind sort type city between appear seem able
+way ways thing things kind city between appear seem able used take
 get got gets getting make makes made
 any some all each every much many lot lots more most
 s t re ve ll d m
@@ -67,6 +67,8 @@ SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in
     "disable deactivate",
     "travel get go",
     "guy person man",
+    "turn go become",
+    "write wrote develop invent author",
     "fix repair resolve solve troubleshoot",
     "change modify update edit alter",
     "remove delete erase",

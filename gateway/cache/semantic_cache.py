@@ -47,7 +47,8 @@ class SemanticCache:
         self._repository = repository
         self._savings = savings
         # The guards, then the content-word alignment, on every candidate above the threshold.
-        self.verifier = verifier or Verifier(Aligner(WordVectors(embedder), self.config.alignment), guards)
+        self.verifier = verifier or Verifier(Aligner(WordVectors(embedder), self.config.alignment), guards,
+                                             similarity=self._similarity)
         # A sampled fraction of hits is answered again by the model (live_check.py); disagreements
         # tighten the tenant's threshold (audit.py).
         self.audit = AccuracyAudit(self.config.audit)
@@ -161,7 +162,7 @@ class SemanticCache:
                 continue  # cut shorter than this request allows: it cannot tell the rest
             failed = self.verifier.refusal(text, entry.question)
             if failed is None and (earlier or entry.context):
-                failed = self.verifier.refusal(earlier, entry.context)  # the same conversation, too
+                failed = self.verifier.context_refusal(earlier, entry.context)  # the same conversation, too
             if failed is None:
                 return self._hit(entry, answer, score, "semantic")
             rejected = rejected or failed
@@ -255,6 +256,10 @@ class SemanticCache:
             entry.vector = None
         log.info("semantic cache: re-indexed %d persisted entries", len(entries))
         return len(entries)
+
+    def _similarity(self, a: str, b: str) -> float:
+        x, y = self.embedder.embed([a, b])
+        return float(x @ y)
 
     # --- helpers (called with the lock held)
 

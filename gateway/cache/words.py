@@ -44,6 +44,9 @@ def stem(word: str) -> str:
     return word
 
 
+_STOP_STEMS = frozenset(stem(w) for w in STOPWORDS if len(w) > 3)
+
+
 def _closed_class(word: str) -> str | None:
     for name, members in CLOSED_CLASSES.items():
         if word in members or stem(word) in {stem(m) for m in members}:
@@ -62,7 +65,7 @@ def content_words(text: str) -> tuple[Word, ...]:
     """The words that carry the question, in order."""
     out = []
     for i, tok in enumerate(tokens(text)):
-        if not tok[0].isalnum() or tok in STOPWORDS or tok in DIRECTIONAL:
+        if not tok[0].isalnum() or tok in STOPWORDS or tok in DIRECTIONAL or stem(tok) in _STOP_STEMS:
             continue
         out.append(Word(tok, stem(tok), i, _closed_class(tok)))
     return tuple(out)

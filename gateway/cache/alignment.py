@@ -124,13 +124,17 @@ def _opposite(word: str, others: list[str]) -> bool:
     return False
 
 
+_UNORDERED = frozenset({"not", "n't", "a", "an", "the"})
+
+
 def _swapped(query: str, candidate: str) -> bool:
     """The same sentence with two spans traded: "Is every square a rectangle?" / "Is every rectangle a
     square?". Only this minimal edit counts: a paraphrase that moves a clause or turns to the passive
     ("The Mona Lisa was painted by whom?") changes the words around the spans too."""
-    # Negations leave the comparison: "isn't my refund" / "is my refund not" is the negation guard's business.
-    a = [t for t in tokens(query) if t not in ("not", "n't")]
-    b = [t for t in tokens(candidate) if t not in ("not", "n't")]
+    # Negations leave the comparison ("isn't my refund" / "is my refund not" is the negation guard's
+    # business), and so do articles ("a prime" / "an odd number").
+    a = [t for t in tokens(query) if t not in _UNORDERED]
+    b = [t for t in tokens(candidate) if t not in _UNORDERED]
     if len(a) != len(b) or a == b:
         return False
     lo = next(i for i in range(len(a)) if a[i] != b[i])

@@ -17,6 +17,7 @@ COURTESY = (
     "would you be so kind as to", "could you be so kind as to", "would you mind", "if you don't mind",
     "if you do not mind", "i was hoping you could", "i was wondering if you could", "i was wondering",
     "i'd like to know", "i would like to know", "i want to know", "i need to know", "do you know",
+    "could you please explain", "could you please tell me", "can you please explain", "can you please tell me",
     "can you tell me", "could you tell me", "can you explain", "could you explain", "could you kindly explain",
     "could you kindly tell me", "would you please explain", "would you please tell me", "please advise on",
     "please explain", "please tell me", "tell me", "walk me through", "give me the steps to",

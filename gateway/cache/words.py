@@ -27,7 +27,7 @@ class Word:
 def stem(word: str) -> str:
     """Plural, -ing, -ed and -ly stripped; short words left alone (their suffixes are part of them)."""
     for suffix, keep in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"), ("shes", "sh")):
-        if word.endswith(suffix) and len(word) > len(suffix) + 2:
+        if word.endswith(suffix) and len(word) > len(suffix) + 1:
             return word[:-len(suffix)] + keep
     if word.endswith("ing") and len(word) > 5:
         word = word[:-3]

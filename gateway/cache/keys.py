@@ -64,8 +64,9 @@ def namespace_key(request: CacheRequest) -> str:
     candidate (context()), like the question; assistant turns are the model's own words, left out.
     max_tokens is not part of it: an answer serves other limits by being cut (truncation.py).
     """
-    context = [[m.get("role"), m.get("name"), message_text(m) if m.get("role") in ("system", "developer") else ""]
-               for m in request.messages[:-1]]
+    texts = [message_text(m) for m in request.messages[:-1]]  # raises Uncacheable on tool traffic
+    context = [[m.get("role"), m.get("name"), text if m.get("role") in ("system", "developer") else ""]
+               for m, text in zip(request.messages[:-1], texts)]
     stop = [request.stop] if isinstance(request.stop, str) else request.stop
     return _digest({
         "tenant": request.tenant_id,

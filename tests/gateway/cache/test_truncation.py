@@ -30,7 +30,7 @@ def test_a_cut_answer_serves_equal_or_smaller_limits_only():
 
 
 def test_without_token_ends_only_limits_that_need_no_cut_are_served():
-    unknown = answer("stop", None, ends=())
+    unknown = CachedAnswer(TEXT, 7, 5, "stop")  # no token ends
     assert fit(unknown, 5) is unknown and fit(unknown, 4) is None
     assert cut(unknown, 2) is None and fit(CachedAnswer(TEXT, 7, 5, "error"), 9) is None
 

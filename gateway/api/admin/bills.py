@@ -30,9 +30,10 @@ def bills(month: MonthDep, session: SessionDep, services: ServicesDep) -> BillLi
 
 def _with_cache_accuracy(services, bill: Bill) -> Bill:
     """The bill with the cache's live-check figures for its tenant, when the cache is on."""
-    if services.cache is None:
+    cache = getattr(services, "cache", None)  # a Services without the cache component has none
+    if cache is None:
         return bill
-    t = services.cache.audit.of(bill.tenant_id)
+    t = cache.audit.of(bill.tenant_id)
     return bill.model_copy(update={"cache_accuracy": CacheAccuracy(
         sampled=t.sampled, disagreed=t.disagreed, estimated_wrong_hit_rate=t.estimated_wrong_hit_rate,
         threshold_tightening=t.tightening)})

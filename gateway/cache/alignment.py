@@ -64,6 +64,10 @@ class Aligner:
                 return reason
         return "order" if _reversed(query, candidate) or _swapped(query, candidate) else None
 
+    def prepare(self, text: str) -> None:
+        """Embed the text's content words now (the table keeps them for later lookups)."""
+        self.vectors.vectors([w.surface for w in content_words(text)])
+
     def _same(self, x: Word, y: Word) -> bool:
         if x.stem == y.stem or x.surface == y.surface or y.stem in _SYNONYMS.get(x.stem, ()):
             return True

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from gateway.cache.audit import AccuracyAudit
 from gateway.cache.keys import normalise
 from gateway.cache.metrics import CacheMetrics
+from gateway.cache.word_vectors import embed_many
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class LiveCheck:
             return True
         if not served.strip() or not fresh.strip():
             return False
-        a, b = self._embedder.embed([served, fresh])
+        a, b = embed_many(self._embedder, [served, fresh])
         return float(a @ b) >= self.config.agree_similarity
 
     async def _check(self, tenant_id: str, served: str, generate: Generate) -> None:

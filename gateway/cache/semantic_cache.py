@@ -25,7 +25,7 @@ from gateway.cache.metrics import CacheMetrics
 from gateway.cache.policy import bypass_reason, refusal_reason
 from gateway.cache.repository import CacheRepository
 from gateway.cache.verify import Verifier
-from gateway.cache.word_vectors import WordVectors
+from gateway.cache.word_vectors import WordVectors, embed_many
 from gateway.cache.truncation import fit
 from gateway.cache.types import CachedAnswer, CacheEntry, CacheLookup, CacheRequest, CacheStats
 from gateway.embedding.embedder import Embedder
@@ -132,8 +132,7 @@ class SemanticCache:
                 if answer is not None:
                     return self._hit(entry, answer, 1.0, "exact")
             vector = self.embedder.embed_one(text)  # outside the lock: the slow part
-            with self._lock:
-                return self._semantic(request, text, earlier, namespace, vector, policy, now, expired)
+            return self._semantic(request, text, earlier, namespace, vector, policy, now, expired)
         finally:
             if expired and self._repository is not None:
                 try:
@@ -147,28 +146,33 @@ class SemanticCache:
         """The tenant's threshold, raised by what the live check found."""
         return min(1.0, policy.threshold + self.audit.tightening(tenant_id))
 
-    def _semantic(self, request: CacheRequest, text: str, earlier: str, namespace: str, vector, policy: TenantCachePolicy,
-                  now: float, expired: list[str]) -> CacheLookup:
-        """The best neighbour above the threshold that the verifier accepts (lock held)."""
-        rejected: str | None = None
+    def _semantic(self, request: CacheRequest, text: str, earlier: str, namespace: str, vector,
+                  policy: TenantCachePolicy, now: float, expired: list[str]) -> CacheLookup:
+        """The best neighbour above the threshold that the verifier accepts. The verifier runs outside the
+        lock (it may embed a few words); a candidate evicted meanwhile is skipped."""
         threshold = self.threshold(request.tenant_id, policy)
-        for entry, score in self._store.search(namespace, vector, self.config.candidates):
-            if score < threshold:
-                break
-            if self._live(entry, now, expired) is None:
-                continue
-            answer = fit(entry.answer, request.max_tokens)
-            if answer is None:
-                continue  # cut shorter than this request allows: it cannot tell the rest
+        with self._lock:
+            candidates = []
+            for entry, score in self._store.search(namespace, vector, self.config.candidates):
+                if score < threshold:
+                    break
+                answer = fit(entry.answer, request.max_tokens) if self._live(entry, now, expired) else None
+                if answer is not None:  # None: expired, or cut shorter than this request allows
+                    candidates.append((entry, answer, score))
+        rejected: str | None = None
+        for entry, answer, score in candidates:
             failed = self.verifier.refusal(text, entry.question)
             if failed is None and (earlier or entry.context):
                 failed = self.verifier.context_refusal(earlier, entry.context)  # the same conversation, too
-            if failed is None:
-                return self._hit(entry, answer, score, "semantic")
-            rejected = rejected or failed
-            self.metrics.rejected.labels(request.tenant_id, request.model, failed).inc()
-            stats = self._stats.setdefault(request.tenant_id, CacheStats(request.tenant_id))
-            stats.rejected_by_guard[failed] = stats.rejected_by_guard.get(failed, 0) + 1
+            with self._lock:
+                if failed is None:
+                    if self._store.get(entry.id) is entry:
+                        return self._hit(entry, answer, score, "semantic")
+                    continue
+                rejected = rejected or failed
+                self.metrics.rejected.labels(request.tenant_id, request.model, failed).inc()
+                stats = self._stats.setdefault(request.tenant_id, CacheStats(request.tenant_id))
+                stats.rejected_by_guard[failed] = stats.rejected_by_guard.get(failed, 0) + 1
         return CacheLookup("miss", reason=f"guard:{rejected}" if rejected else None)
 
     def store_sync(self, request: CacheRequest, policy: TenantCachePolicy, answer_text: str,
@@ -187,6 +191,7 @@ class SemanticCache:
             log.debug("semantic cache: not storing for tenant %s: %s", request.tenant_id, reason)
             return None
         now = self._clock()
+        self.verifier.prepare(text)  # its words' vectors now, so a later lookup embeds only its own
         entry = CacheEntry(
             id=uuid.uuid4().hex, tenant_id=request.tenant_id, model=request.model, namespace=namespace,
             exact_key=exact_key(namespace, text, earlier), question=text, context=earlier,
@@ -258,7 +263,7 @@ class SemanticCache:
         return len(entries)
 
     def _similarity(self, a: str, b: str) -> float:
-        x, y = self.embedder.embed([a, b])
+        x, y = embed_many(self.embedder, [a, b])
         return float(x @ y)
 
     # --- helpers (called with the lock held)

@@ -35,6 +35,11 @@ class Verifier:
         reason = self.aligner.refusal(query, candidate)
         return None if reason is None else "align:" + reason.split(":")[0]
 
+    def prepare(self, stored: str) -> None:
+        """Warm what verifying a stored question will need (its content words' vectors)."""
+        if self.aligner is not None:
+            self.aligner.prepare(plain(stored))
+
     def context_refusal(self, earlier: str, stored: str) -> str | None:
         """None when two conversations' earlier user turns set the same scene; else why not."""
         if not self.guards:

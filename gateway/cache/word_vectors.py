@@ -36,7 +36,7 @@ class WordVectors:
         with self._lock:
             missing = [w for w in words if w not in self._table]
         if missing:
-            fresh = self._embedder.embed(missing)  # [len(missing), dim], unit rows
+            fresh = embed_many(self._embedder, missing)  # [len(missing), dim], unit rows
             with self._lock:
                 for word, vector in zip(missing, fresh):
                     self._table[word] = vector
@@ -47,7 +47,7 @@ class WordVectors:
             for w in words:
                 vector = self._table.get(w)
                 if vector is None:  # evicted by a concurrent fill: compute it again
-                    vector = self._embedder.embed([w])[0]
+                    vector = embed_many(self._embedder, [w])[0]
                 else:
                     self._table.move_to_end(w)
                 out[w] = vector
@@ -56,6 +56,14 @@ class WordVectors:
     def similarity(self, a: str, b: str) -> float:
         v = self.vectors([a, b])
         return float(v[a] @ v[b])
+
+
+def embed_many(embedder, texts: list[str]) -> np.ndarray:
+    """[len(texts), dim]: one batch where the embedder has `embed`, else one text at a time (small fakes)."""
+    embed = getattr(embedder, "embed", None)
+    if callable(embed):
+        return embed(texts)
+    return np.stack([embedder.embed_one(t) for t in texts]) if texts else np.empty((0, embedder.dim), np.float32)
 
 
 def _vocabulary(embedder) -> frozenset[str]:

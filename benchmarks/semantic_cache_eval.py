@@ -145,6 +145,8 @@ def _fill(cache: SemanticCache, request: CacheRequest, n: int, real: list[str], 
     vectors[:len(real)] = cache.embedder.embed(real)
     texts[:len(real)] = real
     answer = CachedAnswer("a stored answer", 20, 40, "stop")
+    for text in real:
+        cache.verifier.prepare(text)  # as store_sync does: the stored side's word vectors are warm
     now = time.time()
     cache._store.add_many([CacheEntry(id=uuid.uuid4().hex, tenant_id=request.tenant_id, model=request.model,
                                       namespace=namespace, exact_key=exact_key(namespace, t), question=t,

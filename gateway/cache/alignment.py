@@ -32,6 +32,9 @@ class AlignmentConfig:
     substitution_similarity: float = 0.80  # a word for another: near-synonyms only
     addition_similarity: float = 0.55  # a word on one side only: close to some word of the other
     typo_min_length: int = 4  # shorter words are never typos of each other
+    # More unmatched words than this refuse at once, before any word is embedded: such pairs are
+    # never served on the dev split anyway, and embedding their words is the verifier's slow path.
+    max_unmatched: int = 3
 
     def __post_init__(self) -> None:
         for name in ("substitution_similarity", "addition_similarity"):
@@ -40,6 +43,8 @@ class AlignmentConfig:
                 raise ValueError(f"{name} must be in [-1, 1], got {value}")
         if self.typo_min_length < 1:
             raise ValueError(f"typo_min_length must be >= 1, got {self.typo_min_length}")
+        if self.max_unmatched < 0:
+            raise ValueError(f"max_unmatched must be >= 0, got {self.max_unmatched}")
 
 
 class Aligner:
@@ -58,6 +63,9 @@ class Aligner:
         for w in left_a + left_b:
             if w.closed_class:
                 return w.closed_class
+        if len(left_a) + len(left_b) > self.config.max_unmatched:
+            return f"substitution:{(left_a or left_b)[0].surface}" if left_a and left_b else \
+                f"addition:{(left_a or left_b)[0].surface}"
         if left_a or left_b:
             reason = self._by_vectors(a, b, left_a, left_b)
             if reason:
@@ -94,7 +102,9 @@ class Aligner:
 
     def _by_vectors(self, a: tuple[Word, ...], b: tuple[Word, ...], left_a: list[Word],
                     left_b: list[Word]) -> str | None:
-        vectors = self.vectors.vectors([w.surface for w in a + b])
+        # Substitutions compare the two sides' left-over words; an addition compares with the whole other side.
+        needed = left_a + left_b if left_a and left_b else left_a + left_b + list(b if left_a else a)
+        vectors = self.vectors.vectors([w.surface for w in needed])
         cfg = self.config
 
         def best(w: Word, others) -> tuple[float, Word | None]:

@@ -38,6 +38,10 @@ REWRITES = {
 }
 
 
+# "keep X from turning brown" asks how to prevent it; "keep" alone ("keep my job") is no synonym of "stop".
+_KEEP_FROM = re.compile(r"(?<![\w'])keep((?: [\w'-]+){1,3}) from(?![\w'])", re.IGNORECASE)
+
+
 def _pattern(phrases) -> re.Pattern:
     alternatives = sorted(phrases, key=len, reverse=True)
     return re.compile(r"(?<![\w'])(" + "|".join(re.escape(p) for p in alternatives) + r")(?![\w'])", re.IGNORECASE)
@@ -53,4 +57,5 @@ def plain(text: str) -> str:
     text = text.replace("’", "'")
     text = _COURTESY.sub(" ", text)
     text = _REWRITES.sub(lambda m: REWRITES[m.group(1).casefold()], text)
+    text = _KEEP_FROM.sub(lambda m: f"prevent{m.group(1)} from", text)
     return " ".join(text.split()).lstrip(" ,;:.!")

@@ -55,8 +55,8 @@ class Aligner:
     def refusal(self, query: str, candidate: str) -> str | None:
         """None when every content word of each question has its equivalent in the other; else why not."""
         a, b = content_words(query), content_words(candidate)
-        left_a = [w for w in a if not any(self._same(w, x) for x in b) and not self._noise(w, b)]
-        left_b = [w for w in b if not any(self._same(w, x) for x in a) and not self._noise(w, a)]
+        left_a = [w for w in a if not any(self._same(w, x) for x in b) and not self._noise(w, a, b)]
+        left_b = [w for w in b if not any(self._same(w, x) for x in a) and not self._noise(w, b, a)]
         for w in left_a + left_b:
             if _opposite(w.surface, [x.surface for x in (b if w in left_a else a)]):
                 return "negation"
@@ -81,16 +81,15 @@ class Aligner:
             return True
         return self._typo(x.surface, y.surface)
 
-    def _noise(self, w: Word, other: tuple[Word, ...]) -> bool:
-        """A misspelt function word ("waht"), or one half of a compound the other side writes whole
-        ("green house" / "greenhouse")."""
+    def _noise(self, w: Word, own: tuple[Word, ...], other: tuple[Word, ...]) -> bool:
+        """A misspelt function word ("waht"), or a compound one side writes whole and the other in two
+        neighbouring words ("greenhouse" / "green house")."""
         if not self.vectors.known(w.surface) and len(w.surface) >= 4 and any(
                 edit_distance(w.surface, s, 1) <= 1 for s in _LONG_STOPWORDS if abs(len(s) - len(w.surface)) <= 1):
             return True
-        if any(x.surface + y.surface == w.surface for x, y in zip(other, other[1:])):
-            return True
-        return any(o.surface.startswith(w.surface) or o.surface.endswith(w.surface) for o in other
-                   if len(o.surface) > len(w.surface) + 2 and len(w.surface) >= 4 and not o.closed_class)
+        joined_other = {x.surface + y.surface for x, y in zip(other, other[1:])}
+        joined_own = {x.surface + y.surface for x, y in zip(own, own[1:]) if w in (x, y)}
+        return w.surface in joined_other or bool(joined_own & {o.surface for o in other})
 
     def _typo(self, x: str, y: str) -> bool:
         shortest = min(len(x), len(y))

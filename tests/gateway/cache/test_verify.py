@@ -33,6 +33,7 @@ def verifier(embedder) -> Verifier:
     ("role reversal", "Does the tenant pay the landlord a deposit?", "Does the landlord pay the tenant a deposit?"),
     ("scope", "How do I read a file line by line in rust?", "How do I read a file line by line in golang?"),
     ("scope", "What vaccines does a puppy need?", "What vaccines does an adult dog need?"),
+    ("entity", "Where can I buy a book?", "Where can I buy a notebook?"),  # a word inside another is no compound
 ])
 def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     assert verifier.refusal(asked, stored) is not None, kind

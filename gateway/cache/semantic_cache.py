@@ -24,10 +24,10 @@ from gateway.cache.memory import EntryStore
 from gateway.cache.metrics import CacheMetrics
 from gateway.cache.policy import bypass_reason, refusal_reason
 from gateway.cache.repository import CacheRepository
-from gateway.cache.verify import Verifier
-from gateway.cache.word_vectors import WordVectors, embed_many
 from gateway.cache.truncation import fit
 from gateway.cache.types import CachedAnswer, CacheEntry, CacheLookup, CacheRequest, CacheStats
+from gateway.cache.verify import Verifier
+from gateway.cache.word_vectors import WordVectors, embed_many
 from gateway.embedding.embedder import Embedder
 
 log = logging.getLogger(__name__)

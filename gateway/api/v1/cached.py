@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import uuid
 import logging
 import re
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -83,7 +83,9 @@ async def regenerate(svc: Services, version: str, request: CacheRequest, served:
     generation = GenerationRequest(
         request_id=f"cache-check-{uuid.uuid4().hex}", version=version, messages=request.messages,
         max_tokens=limit, temperature=request.temperature, top_p=1.0 if request.top_p is None else request.top_p,
-        seed=request.seed, stop=stop, priority=1)  # behind interactive work
+        seed=request.seed, stop=stop, priority=1,  # behind interactive work
+        # The tenant's own prefix-cache salt: the check shares engine blocks with nobody else.
+        cache_salt=svc.salter.salt(request.tenant_id), tenant=svc.salter.tenant_key(request.tenant_id))
     parts = []
     stream = svc.backend.stream(generation)
     try:

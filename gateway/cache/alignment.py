@@ -70,7 +70,16 @@ class Aligner:
             reason = self._by_vectors(a, b, left_a, left_b)
             if reason:
                 return reason
-        return "order" if _reversed(query, candidate) or _swapped(query, candidate) else None
+        if _reversed(query, candidate) or _swapped(query, candidate) or _roles_traded(query, candidate):
+            return "order"
+        return None
+
+    def closed_class_traded(self, query: str, candidate: str) -> bool:
+        """Each side has a time or period the other lacks ("paid weekly" / "paid twice a month")."""
+        a, b = content_words(query), content_words(candidate)
+        left_a = [w for w in a if w.closed_class and not any(self._same(w, x) for x in b)]
+        left_b = [w for w in b if w.closed_class and not any(self._same(w, x) for x in a)]
+        return bool(left_a and left_b)
 
     def prepare(self, text: str) -> None:
         """Embed the text's content words now (the table keeps them for later lookups)."""
@@ -137,7 +146,8 @@ def _opposite(word: str, others: list[str]) -> bool:
     return False
 
 
-_UNORDERED = frozenset({"not", "n't", "a", "an", "the"})
+_NEGATIONS = frozenset({"not", "n't"})
+_ARTICLES = frozenset({"a", "an", "the"})
 
 
 def _swapped(query: str, candidate: str) -> bool:
@@ -145,9 +155,13 @@ def _swapped(query: str, candidate: str) -> bool:
     square?". Only this minimal edit counts: a paraphrase that moves a clause or turns to the passive
     ("The Mona Lisa was painted by whom?") changes the words around the spans too."""
     # Negations leave the comparison ("isn't my refund" / "is my refund not" is the negation guard's
-    # business), and so do articles ("a prime" / "an odd number").
-    a = [t for t in tokens(query) if t not in _UNORDERED]
-    b = [t for t in tokens(candidate) if t not in _UNORDERED]
+    # business), and so may articles ("a prime" / "an odd number"; but "type A" / "type O" keeps its "a").
+    ta = [t for t in tokens(query) if t not in _NEGATIONS]
+    tb = [t for t in tokens(candidate) if t not in _NEGATIONS]
+    return _one_swap(ta, tb) or _one_swap([t for t in ta if t not in _ARTICLES], [t for t in tb if t not in _ARTICLES])
+
+
+def _one_swap(a: list[str], b: list[str]) -> bool:
     if len(a) != len(b) or a == b:
         return False
     lo = next(i for i in range(len(a)) if a[i] != b[i])
@@ -157,6 +171,20 @@ def _swapped(query: str, candidate: str) -> bool:
         for y in range(1, 4):
             if x + y <= len(mid_a) and mid_b == mid_a[len(mid_a) - y:] + mid_a[x:len(mid_a) - y] + mid_a[:x]:
                 return True
+    return False
+
+
+# Subject and object forms of each person: "Can my cat give me ringworm?" / "Can I give my cat ringworm?"
+_PERSONS = (("i", "me"), ("we", "us"), ("he", "him"), ("she", "her"), ("they", "them"))
+
+
+def _roles_traded(query: str, candidate: str) -> bool:
+    """A person who is the subject on one side and only the object on the other (and the other way round)."""
+    a, b = set(tokens(query)), set(tokens(candidate))
+    for subject, obj in _PERSONS:
+        in_a, in_b = (subject in a, obj in a), (subject in b, obj in b)
+        if in_a != in_b and in_a[0] != in_b[0] and in_a[1] != in_b[1]:
+            return True
     return False
 
 

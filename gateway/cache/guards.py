@@ -51,6 +51,7 @@ class Features:
     negated: bool  # odd number of negations
     poles: frozenset[tuple[str, str]]  # (concept, "+"|"-")
     entities: tuple[str, ...]  # case-folded, in order of appearance
+    roles: tuple[tuple[str, str | None], ...] = ()  # (entity, the preposition before it, if any)
 
 
 def _tokens(text: str) -> list[str]:
@@ -99,7 +100,7 @@ def _numbers(words: list[str]) -> tuple[str, ...]:
                 # An operator only counts between numbers ("over" and "x" are words elsewhere).
                 op = OPERATORS.get(w)
                 nxt = words[i + 1] if i + 1 < len(words) else ""
-                near_number = out and (nxt[:1].isdigit() or nxt in NUMBER_WORDS or w == "%")
+                near_number = out and (nxt[:1].isdigit() or nxt in NUMBER_WORDS or op == "%")
                 if op and near_number and i > 0 and (words[i - 1][:1].isdigit() or words[i - 1] in NUMBER_WORDS):
                     out.append(op)
             i += 1
@@ -179,6 +180,24 @@ def _entities(tokens: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+# The word that says what an entity does in the question: "from X to Y", "X than Y", "during X".
+_PREPOSITIONS = frozenset({"from", "to", "into", "than", "vs", "versus", "before", "after", "over", "against", "by",
+                           "with", "for", "in", "on", "at", "of", "during", "under", "between", "without", "via",
+                           "through", "onto", "toward", "towards", "like", "about", "near", "inside", "outside"})
+
+
+def _roles(tokens: list[str], entities: tuple[str, ...]) -> tuple[tuple[str, str | None], ...]:
+    """Each entity's first occurrence with the preposition at most 3 tokens before it (None: none)."""
+    words = [t.casefold() for t in tokens]
+    roles: dict[str, str | None] = {}
+    for i, w in enumerate(words):
+        core = re.sub(r"['’][a-z]+$", "", w).rstrip(".-/")
+        if core in entities and core not in roles:
+            before = words[max(0, i - 3):i]
+            roles[core] = next((p for p in reversed(before) if p in _PREPOSITIONS), None)
+    return tuple(roles.items())
+
+
 @lru_cache(maxsize=65_536)
 def features(text: str) -> Features:
     tokens = _tokens(text)
@@ -189,7 +208,8 @@ def features(text: str) -> Features:
         units=_units(words),
         negated=_negated(words),
         poles=_poles(words),
-        entities=_entities(tokens),
+        entities=(entities := _entities(tokens)),
+        roles=_roles(tokens, entities),
     )
 
 
@@ -228,7 +248,9 @@ def _position(entity: str, text: str) -> int:
 
 
 def entities_agree(a: Features, b: Features) -> bool:
-    """Every entity of one appears in the other, and shared entities come in the same order."""
+    """Every entity of one appears in the other, and shared entities come in the same order, or each keeps
+    the preposition it had: "From Bangkok, how do I get to Chiang Mai?" only moved a clause, while
+    "Is Paris bigger than London?" / "Is London bigger than Paris?" traded the roles."""
     entities = list(dict.fromkeys(a.entities + b.entities))
     pos_a = [_position(e, a.text) for e in entities]
     pos_b = [_position(e, b.text) for e in entities]
@@ -236,7 +258,10 @@ def entities_agree(a: Features, b: Features) -> bool:
         return False
     order_a = [e for _, e in sorted(zip(pos_a, entities))]
     order_b = [e for _, e in sorted(zip(pos_b, entities))]
-    return order_a == order_b
+    if order_a == order_b:
+        return True
+    roles_a, roles_b = dict(a.roles), dict(b.roles)
+    return roles_a == roles_b and any(roles_a.values())
 
 
 def entities_present(a: Features, b: Features) -> bool:

@@ -34,6 +34,7 @@ REWRITES = {
     "turn on": "enable", "switch on": "enable", "turn off": "disable", "switch off": "disable",
     "get rid of": "remove", "come up with": "create", "set up": "setup", "find out": "find",
     "look up": "find", "figure out": "find", "most recent": "latest", "how come": "why",
+    "percent": "%", "per cent": "%",
     "on what date": "when", "what date": "when", "the date": "when", "at what time": "when",
 }
 

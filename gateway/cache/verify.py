@@ -51,6 +51,8 @@ class Verifier:
             return "context:" + failed
         if self.aligner is not None and opposite_words(earlier, stored):
             return "context:negation"
+        if self.aligner is not None and self.aligner.closed_class_traded(earlier, stored):
+            return "context:time"
         if self.similarity is not None and earlier.casefold() != stored.casefold() \
                 and self.similarity(earlier, stored) < CONTEXT_SIMILARITY:
             return "context:similarity"

@@ -34,6 +34,8 @@ def verifier(embedder) -> Verifier:
     ("scope", "How do I read a file line by line in rust?", "How do I read a file line by line in golang?"),
     ("scope", "What vaccines does a puppy need?", "What vaccines does an adult dog need?"),
     ("entity", "Where can I buy a book?", "Where can I buy a notebook?"),  # a word inside another is no compound
+    ("role reversal", "Does my landlord owe me money?", "Do I owe my landlord money?"),  # pronoun roles
+    ("role reversal", "Can a type B donor give to type AB?", "Can a type AB donor give to type B?"),
 ])
 def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     assert verifier.refusal(asked, stored) is not None, kind
@@ -48,6 +50,8 @@ def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     ("Could you please tell me how to boil an egg?", "how to boil an egg"),  # register
     ("How do I turn on dark mode?", "How do I enable dark mode?"),  # phrasal verb
     ("What is a greenhouse gas?", "What is a green house gas?"),  # compound
+    ("From Porto, how do I get to Braga?", "How do I get to Braga from Porto?"),  # a clause moved, roles kept
+    ("Why is the upload stuck at 42%?", "why is the upload stuck at 42 percent"),
 ])
 def test_paraphrases_pass(verifier, stored, asked):
     assert verifier.refusal(asked, stored) is None
@@ -57,6 +61,7 @@ def test_paraphrases_pass(verifier, stored, asked):
     ("I'm cooking a lamb curry.", "I'm cooking a vegetable soup.", False),
     ("Let's talk about Jupiter.", "Let's talk about Saturn.", False),
     ("My dataset is sorted.", "My dataset is unsorted.", False),
+    ("I get paid monthly.", "I get paid every week.", False),  # a period traded
     ("I have a Dell XPS 13 laptop.", "My laptop is an XPS 13 from Dell.", True),
 ])
 def test_earlier_turns_must_set_the_same_scene(verifier, stored, asked, ok):

@@ -25,6 +25,7 @@ please kindly thanks thank hi hello hey dear
 tell say explain describe show give let know want wanted wondering wonder curious help like would
 question ask asking answer quick quickly briefly simply basically actually really exactly generally usually
 way ways thing things kind city between appear seem able used take
+sorry excuse bother whether possibly hoping guys yo calculate compute determine purpose recipe
 get got gets getting make makes made
 any some all each every much many lot lots more most
 s t re ve ll d m
@@ -42,6 +43,18 @@ spring summer autumn fall winter season seasonal
 past future recent recently previous next ago later earlier soon early late
 second minute hour day week month quarter year decade century millennium
 """.split()),
+}
+
+# Irregular forms, to their base ("built" meets "build").
+IRREGULAR = {
+    "built": "build", "undone": "undo", "done": "do", "made": "make", "bought": "buy", "ran": "run",
+    "wrote": "write", "written": "write", "taken": "take", "took": "take", "gave": "give", "given": "give",
+    "went": "go", "gone": "go", "chose": "choose", "chosen": "choose", "broke": "break", "broken": "break",
+    "ate": "eat", "eaten": "eat", "drove": "drive", "driven": "drive", "got": "get", "gotten": "get",
+    "paid": "pay", "sold": "sell", "sent": "send", "spent": "spend", "felt": "feel", "kept": "keep",
+    "slept": "sleep", "lost": "lose", "found": "find", "thought": "think", "brought": "bring",
+    "caught": "catch", "taught": "teach", "froze": "freeze", "frozen": "freeze", "grew": "grow", "grown": "grow",
+    "knew": "know", "known": "know", "began": "begin", "begun": "begin", "wore": "wear", "worn": "wear",
 }
 
 # Groups of words that ask the same thing; a word matches any member of its group. Kept small and safe:
@@ -86,7 +99,8 @@ SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in
     "turn go become",
     "write wrote develop invent author",
     "fix repair resolve solve troubleshoot",
-    "change modify update edit alter",
+    "change modify update edit alter switch",
+    "wise smart sensible advisable",
     "remove delete erase",
     "buy purchase",
     "start begin",
@@ -99,7 +113,7 @@ SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in
     "error bug issue problem",
     "setup configure",
     "meaning definition mean define",
-    "difference differ distinguish",
+    "difference differ distinguish diff",
     "cost price",
     "correct right proper",
     "job occupation",

@@ -23,7 +23,8 @@ COURTESY = (
     "please explain", "please tell me", "tell me", "walk me through", "give me the steps to",
     "good morning", "good afternoon", "good evening", "hello", "hey", "hi there", "thanks in advance",
     "thank you", "thanks", "lol", "ok so", "okay so", "anyway", "even", "exactly", "kindly", "please", "pls", "plz",
-    "is it able to", "be able to",
+    "is it able to", "be able to", "in simple terms", "in very simple terms", "in plain english",
+    "excuse me", "sorry to bother you",
 )
 # Whole-word rewrites.
 REWRITES = {
@@ -34,7 +35,7 @@ REWRITES = {
     "turn on": "enable", "switch on": "enable", "turn off": "disable", "switch off": "disable",
     "get rid of": "remove", "come up with": "create", "set up": "setup", "find out": "find",
     "look up": "find", "figure out": "find", "most recent": "latest", "how come": "why",
-    "percent": "%", "per cent": "%",
+    "percent": "%", "per cent": "%", "unable to": "can't",
     "on what date": "when", "what date": "when", "the date": "when", "at what time": "when",
 }
 

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from gateway.cache.lexicon import CLOSED_CLASSES, CONTRACTIONS, DIRECTIONAL, STOPWORDS
+from gateway.cache.lexicon import CLOSED_CLASSES, CONTRACTIONS, DIRECTIONAL, IRREGULAR, STOPWORDS
 
 _WORD = re.compile(r"[a-z0-9]+(?:[-_.][a-z0-9]+)*|[^\sa-z0-9]")
 _CONTRACTION = re.compile(r"(can't|cannot|won't|shan't|n't|'s|'re|'ve|'ll|'d|'m)\b")
@@ -26,6 +26,7 @@ class Word:
 
 def stem(word: str) -> str:
     """Plural, -ing, -ed and -ly stripped; short words left alone (their suffixes are part of them)."""
+    word = IRREGULAR.get(word, word)
     for suffix, keep in (("ies", "y"), ("sses", "ss"), ("xes", "x"), ("ches", "ch"), ("shes", "sh")):
         if word.endswith(suffix) and len(word) > len(suffix) + 1:
             return word[:-len(suffix)] + keep
@@ -65,7 +66,8 @@ def content_words(text: str) -> tuple[Word, ...]:
     """The words that carry the question, in order."""
     out = []
     for i, tok in enumerate(tokens(text)):
-        if not tok[0].isalnum() or tok in STOPWORDS or tok in DIRECTIONAL or stem(tok) in _STOP_STEMS:
+        if not tok[0].isalnum() or tok in STOPWORDS or tok in DIRECTIONAL or stem(tok) in _STOP_STEMS \
+                or IRREGULAR.get(tok) in STOPWORDS or (tok.endswith("ing") and tok[:-3] + "e" in STOPWORDS):
             continue
         out.append(Word(tok, stem(tok), i, _closed_class(tok)))
     return tuple(out)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from gateway.cache.words import edit_distance
 from gateway.cache.vocabulary import (ANTONYMS, MULTIWORD_OPERATORS, NEGATIONS, NUMBER_WORDS,
                                       ONE_AS_PRONOUN_AFTER, OPERATORS, SCALE_WORDS, UNIT_GROUPS)
 
@@ -247,6 +248,22 @@ def _position(entity: str, text: str) -> int:
     return match.start() if match else -1
 
 
+def _misspelt_position(entity: str, other: Features) -> int:
+    """Where the other question misspells the entity in lower case ("pyhton" for Python, "napolean" for
+    Napoleon): one edit from 6 letters, two from 9, and never a word the other names as an entity itself
+    (so "Austria" never stands for "Australia")."""
+    if len(entity) < 6 or not entity.isalpha():
+        return -1
+    limit = 1 if len(entity) < 9 else 2
+    offset = 0
+    for word in other.text.split(" "):
+        if word not in other.entities and word.isalpha() and abs(len(word) - len(entity)) <= limit \
+                and edit_distance(word, entity, limit) <= limit:
+            return offset
+        offset += len(word) + 1
+    return -1
+
+
 def entities_agree(a: Features, b: Features) -> bool:
     """Every entity of one appears in the other, and shared entities come in the same order, or each keeps
     the preposition it had: "From Bangkok, how do I get to Chiang Mai?" only moved a clause, while
@@ -254,6 +271,8 @@ def entities_agree(a: Features, b: Features) -> bool:
     entities = list(dict.fromkeys(a.entities + b.entities))
     pos_a = [_position(e, a.text) for e in entities]
     pos_b = [_position(e, b.text) for e in entities]
+    pos_a = [p if p >= 0 or e not in b.entities else _misspelt_position(e, a) for e, p in zip(entities, pos_a)]
+    pos_b = [p if p >= 0 or e not in a.entities else _misspelt_position(e, b) for e, p in zip(entities, pos_b)]
     if -1 in pos_a or -1 in pos_b:
         return False
     order_a = [e for _, e in sorted(zip(pos_a, entities))]

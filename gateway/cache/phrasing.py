@@ -24,7 +24,7 @@ COURTESY = (
     "good morning", "good afternoon", "good evening", "hello", "hey", "hi there", "thanks in advance",
     "thank you", "thanks", "lol", "ok so", "okay so", "anyway", "even", "exactly", "kindly", "please", "pls", "plz",
     "is it able to", "be able to", "in simple terms", "in very simple terms", "in plain english",
-    "excuse me", "sorry to bother you",
+    "excuse me", "sorry to bother you", "quick one", "quick question", "hey there", "respected assistant",
 )
 # Whole-word rewrites.
 REWRITES = {

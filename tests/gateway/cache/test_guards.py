@@ -71,6 +71,10 @@ def test_polarity(a, b, ok):
     ("How do I install Docker on Ubuntu?", "How can I install Docker on Ubuntu?", True),
     ("Reset my AWS key", "Reset my GCP key", False),
     ("Paris weather today?", "What is the weather in Paris today?", True),  # sentence-initial name
+    ("Who was Charlemagne?", "who was charlemange", True),  # a misspelt name, in lower case
+    ("Where is Austria?", "Where is Australia?", False),  # another entity is never a misspelling
+    ("From Porto, how do I get to Braga?", "How do I get to Braga from Porto?", True),  # roles kept
+    ("Is Porto bigger than Braga?", "Is Braga bigger than Porto?", False),  # roles traded
 ])
 def test_entities(a, b, ok):
     assert agree(entities_agree, a, b) is ok

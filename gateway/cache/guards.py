@@ -72,7 +72,12 @@ def _numbers(words: list[str]) -> tuple[str, ...]:
     while i < len(words):
         w = words[i]
         if w[0].isdigit():
-            out.append(_number_value(w))
+            value = _number_value(w)
+            nxt = words[i + 1] if i + 1 < len(words) else ""
+            if nxt in SCALE_WORDS and value.isdigit():  # "1 million" is "one million"
+                value = str(int(value) * SCALE_WORDS[nxt])
+                i += 1
+            out.append(value)
         elif w in NUMBER_WORDS or (w in SCALE_WORDS and out and out[-1].isdigit()):
             if w == "one" and i > 0 and words[i - 1] in ONE_AS_PRONOUN_AFTER:
                 i += 1
@@ -114,6 +119,11 @@ def _is_number(word: str) -> bool:
     return word[:1].isdigit() or word in NUMBER_WORDS
 
 
+def _spelt(word: str) -> str:
+    """A number word as its digits ("three" -> "3"), so "three weeks" and "3 weeks" agree."""
+    return str(NUMBER_WORDS[word]) if word in NUMBER_WORDS else word
+
+
 def _units(words: list[str]) -> tuple[tuple, tuple]:
     """(units bound to a number, in order; the other units).
 
@@ -130,9 +140,9 @@ def _units(words: list[str]) -> tuple[tuple, tuple]:
         before = words[i - 1] if i > 0 else ""
         after = words[i + 1] if i + 1 < len(words) else ""
         if _is_number(before):
-            bound.append((before, unit))
+            bound.append((_spelt(before), unit))
         elif w in ("$", "€", "£", "¥") and _is_number(after):
-            bound.append((after, unit))
+            bound.append((_spelt(after), unit))
         else:
             free.append(unit)
     return tuple(bound), tuple(sorted(free) if bound else free)
@@ -202,7 +212,8 @@ def _roles(tokens: list[str], entities: tuple[str, ...]) -> tuple[tuple[str, str
 @lru_cache(maxsize=65_536)
 def features(text: str) -> Features:
     tokens = _tokens(text)
-    words = [t.casefold() for t in tokens]
+    # A sentence's full stop sticks to its last word ("weeks."): not part of the word for numbers and units.
+    words = [t.casefold()[:-1] if len(t) > 1 and t.endswith(".") and t[0].isalpha() else t.casefold() for t in tokens]
     return Features(
         text=" ".join(words),
         numbers=_numbers(words),

@@ -1,21 +1,27 @@
-"""Semantic-cache evaluation: wrong-hit precision and hit rate on labelled pairs, then lookup latency.
+"""Semantic-cache evaluation on the hand-written corpus: precision, paraphrase hit rate, cross-tenant hits,
+per kind, through the real cache path; then lookup latency at 10k / 100k entries.
 
-Threshold and guards are chosen on the DEV split only; TEST is scored once with them, next to
-the baseline "cosine >= 0.95, no guards". Then p50/p99 lookup latency, embedding included, with
-10k and 100k entries in one tenant's namespace.
+Every pair goes through SemanticCache itself: `a` (with its earlier turns, if any) is stored under a fresh
+tenant, `b` is looked up there with the real embedder, FAISS, guards and verifier; then `b` is looked up
+under another fresh tenant (a hit there is a cross-tenant leak: must be 0). Two configurations in one run:
+ours (verifier on, the default threshold) and "cosine >= 0.95 alone" (no guards, no verifier).
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/semantic_cache_eval.py            # full
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/semantic_cache_eval.py --quick    # 10k only, fewer queries
+Tune on dev only. The test split is sealed: the lead scores it once (`--split test`).
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/semantic_cache_eval.py                # dev + latency
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/semantic_cache_eval.py --quick        # dev + 10k latency only
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/semantic_cache_eval.py --pairs FILE   # any jsonl of pairs
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
-import random
 import sys
 import time
 import uuid
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -23,92 +29,111 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gateway.cache import CacheConfig, CacheRequest, SemanticCache, TenantCachePolicy  # noqa: E402
-from gateway.cache.guards import GUARDS, first_disagreement  # noqa: E402
-from gateway.cache.keys import exact_key, namespace_key, normalise  # noqa: E402
+from gateway.cache import DEFAULT_THRESHOLD, CacheConfig, CacheRequest, SemanticCache, TenantCachePolicy  # noqa: E402
+from gateway.cache.keys import exact_key, namespace_key  # noqa: E402
 from gateway.cache.types import CachedAnswer, CacheEntry  # noqa: E402
+from gateway.cache.verify import Verifier  # noqa: E402
 from gateway.embedding import Embedder, EmbedderConfig  # noqa: E402
 
-DATA = Path(__file__).resolve().parent / "data" / "semantic_cache_pairs.jsonl"
-TARGET_PRECISION = 0.99
 BASELINE_THRESHOLD = 0.95
-GRID = [round(x, 2) for x in np.arange(0.70, 1.0001, 0.01)]
+Z95 = 1.959964
 
 
-def split(rows: list[dict], seed: int) -> tuple[list[dict], list[dict]]:
-    """Half of every kind to dev, half to test (fixed seed), so both see every kind of pair."""
-    rng = random.Random(seed)
-    dev, test = [], []
-    for kind in sorted({r["kind"] for r in rows}):
-        group = [r for r in rows if r["kind"] == kind]
-        rng.shuffle(group)
-        half = len(group) // 2
-        dev += group[:half]
-        test += group[half:]
-    return dev, test
+def load_pairs(split: str, path: str | None) -> list[dict]:
+    if path:
+        return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    from benchmarks.semantic_cache_corpus import load  # the corpus' own loader (checks the seal of test)
+
+    return load(split)
 
 
-def served(row: dict, threshold: float, use_guards: bool) -> bool:
-    """What the cache would do with `a` stored and `b` asked."""
-    if use_guards and normalise(row["a"]) == normalise(row["b"]):
-        return True  # exact tier
-    if row["cosine"] < threshold:
-        return False
-    return not use_guards or first_disagreement(row["b"], row["a"], GUARDS) is None
+def wilson_lower(right: int, n: int, z: float = Z95) -> float:
+    """The 95% Wilson score lower bound of a proportion right/n (1.0 for n == 0: nothing served, nothing wrong)."""
+    if n == 0:
+        return 1.0
+    p = right / n
+    centre = p + z * z / (2 * n)
+    spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (centre - spread) / (1 + z * z / n)
 
 
-def score(rows: list[dict], threshold: float, use_guards: bool) -> dict:
-    hits = [r for r in rows if served(r, threshold, use_guards)]
-    right = sum(r["label"] for r in hits)
-    positives = sum(r["label"] for r in rows)
-    return {"served": len(hits), "wrong": len(hits) - right,
-            "precision": right / len(hits) if hits else 1.0,
-            "hit_rate": right / positives if positives else 0.0,
-            "wrong_kinds": sorted({r["kind"] for r in hits if not r["label"]})}
+def _request(tenant: str, question: str, context: list[dict] | None) -> CacheRequest:
+    return CacheRequest(tenant, "chat", [*(context or []), {"role": "user", "content": question}], temperature=0)
 
 
-# Dev holds ~200 pairs, so the bare edge where its precision reaches the target is noisy:
-# step this far above it.
-MARGIN = 0.03
+def run_pairs(cache: SemanticCache, rows: list[dict], policy: TenantCachePolicy) -> list[dict]:
+    """Each pair through the real path; one result per pair: served, wrong, cross-tenant hit, reason."""
+    out = []
+    for r in rows:
+        tenant = f"pair-{uuid.uuid4().hex}"
+        stored = cache.store_sync(_request(tenant, r["a"], r.get("a_context")), policy, f"answer to {r['id']}",
+                                  10, 5, "stop")
+        if stored is None:
+            raise RuntimeError(f"pair {r['id']}: the cache refused to store `a`")
+        hit = cache.lookup_sync(_request(tenant, r["b"], r.get("b_context")), policy)
+        leak = cache.lookup_sync(_request(f"other-{uuid.uuid4().hex}", r["b"], r.get("b_context")), policy)
+        served = hit.status == "hit"
+        out.append({"kind": r["kind"], "label": r["label"], "served": served, "wrong": served and not r["label"],
+                    "cross_tenant": leak.status == "hit", "reason": hit.reason, "score": hit.score})
+        cache.invalidate_sync(tenant)
+    return out
 
 
-def choose_threshold(dev: list[dict]) -> float:
-    """The lowest threshold from which dev precision (guards on) stays >= target, plus MARGIN."""
-    edge = 1.0
-    for t in reversed(GRID):
-        if score(dev, t, True)["precision"] < TARGET_PRECISION:
-            break
-        edge = t
-    return round(min(1.0, edge + MARGIN), 2)
+def summary(results: list[dict]) -> dict:
+    served = [r for r in results if r["served"]]
+    right = sum(1 for r in served if r["label"])
+    positives = sum(r["label"] for r in results)
+    return {"served": len(served), "right": right, "wrong": len(served) - right,
+            "precision": right / len(served) if served else 1.0, "lower": wilson_lower(right, len(served)),
+            "hit_rate": right / positives if positives else 0.0, "positives": positives,
+            "cross_tenant": sum(r["cross_tenant"] for r in results)}
 
 
-def fmt(name: str, s: dict) -> str:
-    return (f"  {name:<34} precision {100 * s['precision']:6.2f}%  hit rate {100 * s['hit_rate']:6.2f}%  "
-            f"served {s['served']:4d}  wrong {s['wrong']:3d}  {s['wrong_kinds'] or ''}")
+def line(name: str, s: dict) -> str:
+    return (f"  {name:<40} precision {100 * s['precision']:6.2f}% (95% lower {100 * s['lower']:6.2f}%)  "
+            f"paraphrases served {100 * s['hit_rate']:6.2f}% ({s['right']}/{s['positives']})  "
+            f"wrong {s['wrong']:3d}  cross-tenant hits {s['cross_tenant']}")
 
 
-def evaluate(embedder: Embedder, seed: int) -> float:
-    rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
-    a = embedder.embed([r["a"] for r in rows])
-    b = embedder.embed([r["b"] for r in rows])
-    for r, cos in zip(rows, (a * b).sum(axis=1)):
-        r["cosine"] = float(cos)
-    dev, test = split(rows, seed)
-    print(f"pairs: {len(rows)} (dev {len(dev)}, test {len(test)}; positives dev "
-          f"{sum(r['label'] for r in dev)}, test {sum(r['label'] for r in test)}), seed {seed}")
-    threshold = choose_threshold(dev)
-    print(f"DEV: chosen threshold {threshold} (lowest from which guarded precision stays >= "
-          f"{TARGET_PRECISION:.0%}, + {MARGIN} margin)")
-    print(fmt(f"dev  guards + cosine >= {threshold}", score(dev, threshold, True)))
-    print("TEST:")
-    print(fmt(f"ours: guards + cosine >= {threshold}", score(test, threshold, True)))
-    print(fmt(f"baseline: cosine >= {BASELINE_THRESHOLD}", score(test, BASELINE_THRESHOLD, False)))
-    print(fmt(f"ablation: cosine >= {threshold}, no guards", score(test, threshold, False)))
-    negatives = [r for r in test if not r["label"]]
-    high = [r for r in negatives if r["cosine"] >= BASELINE_THRESHOLD]
-    print(f"  test negatives with cosine >= {BASELINE_THRESHOLD}: {len(high)} of {len(negatives)} "
-          f"(e.g. {high[0]['a']!r} vs {high[0]['b']!r} at {high[0]['cosine']:.3f})" if high else "")
-    return threshold
+def per_kind(ours: list[dict], base: list[dict]) -> None:
+    by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for r, b in zip(ours, base):
+        k = by_kind[r["kind"]]
+        k[0] += 1
+        k[1] += r["label"]
+        k[2] += r["served"]
+        k[3] += b["served"]
+    print(f"  {'kind':<22} {'pairs':>5}  {'ours served':>11}  {'cosine>=0.95 served':>19}")
+    for kind in sorted(by_kind, key=lambda k: (not by_kind[k][1], k)):
+        n, pos, s_ours, s_base = by_kind[kind]
+        tag = "paraphrase" if pos else "negative: each hit is wrong"
+        print(f"  {kind:<22} {n:5d}  {s_ours:5d} ({100 * s_ours / n:3.0f}%)  {s_base:11d} ({100 * s_base / n:3.0f}%)"
+              f"   {tag}")
+
+
+def refusals(results: list[dict]) -> None:
+    counts: dict[str, int] = defaultdict(int)
+    for r in results:
+        if not r["served"] and r["reason"]:
+            counts[("paraphrase " if r["label"] else "negative ") + r["reason"]] += 1
+    print("  refusals by check: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])))
+
+
+def evaluate(embedder: Embedder, rows: list[dict], threshold: float) -> None:
+    policy = TenantCachePolicy(threshold=threshold, max_entries=10, ttl_s=0)
+    ours = run_pairs(SemanticCache(embedder, CacheConfig(default_policy=policy)), rows, policy)
+    base_policy = TenantCachePolicy(threshold=BASELINE_THRESHOLD, max_entries=10, ttl_s=0)
+    bare = SemanticCache(embedder, CacheConfig(default_policy=base_policy), verifier=Verifier(None, guards={}))
+    base = run_pairs(bare, rows, base_policy)
+    s_ours, s_base = summary(ours), summary(base)
+    print(line(f"ours: verifier, cosine >= {threshold}", s_ours))
+    print(line(f"cosine >= {BASELINE_THRESHOLD} alone", s_base))
+    if s_base["wrong"]:
+        print(f"  ratio: wrong answers {s_ours['wrong']} vs {s_base['wrong']} "
+              f"({s_ours['wrong'] / s_base['wrong']:.2f}x); paraphrases served "
+              f"{s_ours['hit_rate'] / max(s_base['hit_rate'], 1e-9):.2f}x")
+    per_kind(ours, base)
+    refusals(ours)
 
 
 def _fill(cache: SemanticCache, request: CacheRequest, n: int, real: list[str], rng: np.random.Generator) -> None:
@@ -120,6 +145,8 @@ def _fill(cache: SemanticCache, request: CacheRequest, n: int, real: list[str], 
     vectors[:len(real)] = cache.embedder.embed(real)
     texts[:len(real)] = real
     answer = CachedAnswer("a stored answer", 20, 40, "stop")
+    for text in real:
+        cache.verifier.prepare(text)  # as store_sync does: the stored side's word vectors are warm
     now = time.time()
     cache._store.add_many([CacheEntry(id=uuid.uuid4().hex, tenant_id=request.tenant_id, model=request.model,
                                       namespace=namespace, exact_key=exact_key(namespace, t), question=t,
@@ -127,41 +154,42 @@ def _fill(cache: SemanticCache, request: CacheRequest, n: int, real: list[str], 
                            for t, v in zip(texts, vectors)])
 
 
-def latency(embedder: Embedder, sizes: list[int], queries: int, threshold: float) -> None:
-    rows = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
-    stored = sorted({r["a"] for r in rows})
-    asked = [r["b"] for r in rows if normalise(r["a"]) != normalise(r["b"])]
+def latency(embedder: Embedder, rows: list[dict], sizes: list[int], queries: int, threshold: float) -> None:
+    single = [r for r in rows if not r.get("a_context") and r["a"] != r["b"]]
+    stored = sorted({r["a"] for r in single})
+    asked = [r["b"] for r in single]
     policy = TenantCachePolicy(threshold=threshold, max_entries=0, ttl_s=0)
     rng = np.random.default_rng(0)
     for size in sizes:
-        cache = SemanticCache(embedder, CacheConfig(default_policy=policy))
-        base = CacheRequest("tenant-bench", "chat", [{"role": "user", "content": "x"}], temperature=0)
+        cache = SemanticCache(embedder, CacheConfig(default_policy=TenantCachePolicy(threshold=threshold)))
+        base = _request("tenant-bench", "x", None)
         _fill(cache, base, size, stored, rng)
         for text in asked[:20]:  # warm up
-            cache.lookup_sync(CacheRequest("tenant-bench", "chat", [{"role": "user", "content": text}], temperature=0), policy)
-        timings, embed_t, search_t = [], [], []
+            cache.lookup_sync(_request("tenant-bench", text, None), policy)
+        full, guards_only = cache.verifier, Verifier(None)
+        timings, baseline, verify_t = [], [], []
         statuses = {"hit": 0, "miss": 0, "bypass": 0}
-        namespace = namespace_key(base)
         load_before = os.getloadavg()[0]
         for i in range(queries):
             text = asked[i % len(asked)]
-            req = CacheRequest("tenant-bench", "chat", [{"role": "user", "content": text}], temperature=0)
-            started = time.perf_counter()
-            result = cache.lookup_sync(req, policy)
-            timings.append(time.perf_counter() - started)
-            statuses[result.status] += 1
-            # The two parts again, apart, to show where the time goes.
-            started = time.perf_counter()
-            vector = embedder.embed_one(text)
-            embed_t.append(time.perf_counter() - started)
-            started = time.perf_counter()
-            cache._store.search(namespace, vector, cache.config.candidates)
-            search_t.append(time.perf_counter() - started)
+            # Alternated per query, so both see the same machine: with the verifier, then the guards alone.
+            for verifier, out in ((full, timings), (guards_only, baseline)):
+                cache.verifier = verifier
+                started = time.perf_counter()
+                result = cache.lookup_sync(_request("tenant-bench", text, None), policy)
+                out.append(time.perf_counter() - started)
+                if verifier is full:
+                    statuses[result.status] += 1
+            cache.verifier = full
+            started = time.perf_counter()  # the verifier alone, on the pair's stored question
+            full.refusal(text, single[i % len(single)]["a"])
+            verify_t.append(time.perf_counter() - started)
         load = max(load_before, os.getloadavg()[0])
         kind = next(iter(cache._store._indexes.values())).kind
         print(f"  {size:>7,} entries ({kind}): lookup p50 {_p(timings, 50):6.2f} ms  p99 {_p(timings, 99):6.2f} ms"
-              f"  | embedding p50 {_p(embed_t, 50):5.2f} p99 {_p(embed_t, 99):6.2f}"
-              f"  | search p50 {_p(search_t, 50):5.2f} p99 {_p(search_t, 99):5.2f}"
+              f"  | guards alone (the cache before) p50 {_p(baseline, 50):6.2f} p99 {_p(baseline, 99):6.2f}"
+              f" (p99 ratio {_p(timings, 99) / _p(baseline, 99):.2f}x)"
+              f"  | verifier alone p50 {_p(verify_t, 50):5.2f} p99 {_p(verify_t, 99):5.2f}"
               f"  (n={queries}, {statuses}, load avg {load:.1f} on {os.cpu_count()} cpus)")
 
 
@@ -171,24 +199,31 @@ def _p(seconds: list[float], q: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--split", default="dev", choices=["dev", "test"], help="test: the sealed split (the lead's)")
+    parser.add_argument("--pairs", help="a jsonl file of pairs instead of the corpus split")
+    parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
     parser.add_argument("--quick", action="store_true", help="10k entries only, 100 latency queries")
     parser.add_argument("--sizes", type=int, nargs="*", help="index sizes for the latency run")
     parser.add_argument("--queries", type=int, help="latency queries per size")
     parser.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (the gateway shares cores)")
-    parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--skip-latency", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    rows = load_pairs(args.split, args.pairs)
     embedder = Embedder(EmbedderConfig(dtype=args.dtype))
+    positives = sum(r["label"] for r in rows)
     print(f"embedder: {embedder.model_name} dtype {args.dtype}, torch threads {args.threads}")
-    threshold = evaluate(embedder, args.seed)
+    print(f"{(args.pairs or args.split).upper()}: {len(rows)} pairs ({positives} paraphrases, "
+          f"{len(rows) - positives} hard negatives, {sum(bool(r.get('a_context')) for r in rows)} multi-turn)")
+    evaluate(embedder, rows, args.threshold)
     if args.skip_latency:
         return
     sizes = args.sizes or ([10_000] if args.quick else [10_000, 100_000])
     queries = args.queries or (100 if args.quick else 500)
-    print(f"LATENCY (one tenant, one namespace; embedding + exact tier + FAISS search (flat <= 20k rows, HNSW above) + guards):")
-    latency(embedder, sizes, queries, threshold)
+    print("LATENCY (one tenant, one namespace; embedding + exact tier + FAISS (flat <= 20k rows, HNSW above) "
+          "+ guards + verifier):")
+    latency(embedder, rows, sizes, queries, args.threshold)
 
 
 if __name__ == "__main__":

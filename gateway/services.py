@@ -222,10 +222,12 @@ class Services:
             self.classifier = await asyncio.to_thread(_train_classifier, self.embedder, classifier)
         if settings.cache_enabled:
             from gateway.cache import CacheConfig, CacheMetrics, CacheRepository, SemanticCache, TenantCachePolicy
+            from gateway.cache.audit import AuditConfig
 
             self.cache = SemanticCache(
                 self.embedder,
-                CacheConfig(default_policy=TenantCachePolicy(max_entries=settings.cache_max_entries_per_tenant)),
+                CacheConfig(default_policy=TenantCachePolicy(max_entries=settings.cache_max_entries_per_tenant),
+                            audit=AuditConfig(fraction=settings.cache_audit_fraction)),
                 repository=CacheRepository(self.database.engine),
                 metrics=CacheMetrics(self.metrics.registry, per_tenant=settings.metrics_per_tenant),
                 savings=cache_savings(self.prices))
@@ -241,6 +243,8 @@ class Services:
                 await self.alerts.monitor.stop()  # before the backend: a stopping pool is not an outage
             if self.recorder is not None:
                 await self.recorder.stop()
+            if self.cache is not None:
+                await self.cache.live_check.close()  # best-effort checks: cancelled, before the backend goes
             await self.backend.stop()
         finally:
             await self.events.stop()

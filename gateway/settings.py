@@ -87,6 +87,9 @@ class Settings(BaseSettings):
     cache_enabled: bool = True
     # Entries a tenant may keep when its cache_max_entries column is unset (LRU beyond it).
     cache_max_entries_per_tenant: int = Field(10_000, ge=1)
+    # Share of cache hits also answered by the model in the background to estimate the wrong-hit rate
+    # (gateway.cache.live_check); billed to nobody. 0 turns the check off.
+    cache_audit_fraction: float = Field(0.01, ge=0, le=1)
     # The Responses API (gateway.api.v1.responses): stored responses a tenant keeps (its oldest go first),
     # and the UTF-8 bytes one response's conversation may reach (instructions + the previous response's
     # context and output + the new input).

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from gateway.cache.words import edit_distance
 from gateway.cache.vocabulary import (ANTONYMS, MULTIWORD_OPERATORS, NEGATIONS, NUMBER_WORDS,
                                       ONE_AS_PRONOUN_AFTER, OPERATORS, SCALE_WORDS, UNIT_GROUPS)
 
@@ -51,6 +52,7 @@ class Features:
     negated: bool  # odd number of negations
     poles: frozenset[tuple[str, str]]  # (concept, "+"|"-")
     entities: tuple[str, ...]  # case-folded, in order of appearance
+    roles: tuple[tuple[str, str | None], ...] = ()  # (entity, the preposition before it, if any)
 
 
 def _tokens(text: str) -> list[str]:
@@ -70,7 +72,12 @@ def _numbers(words: list[str]) -> tuple[str, ...]:
     while i < len(words):
         w = words[i]
         if w[0].isdigit():
-            out.append(_number_value(w))
+            value = _number_value(w)
+            nxt = words[i + 1] if i + 1 < len(words) else ""
+            if nxt in SCALE_WORDS and value.isdigit():  # "1 million" is "one million"
+                value = str(int(value) * SCALE_WORDS[nxt])
+                i += 1
+            out.append(value)
         elif w in NUMBER_WORDS or (w in SCALE_WORDS and out and out[-1].isdigit()):
             if w == "one" and i > 0 and words[i - 1] in ONE_AS_PRONOUN_AFTER:
                 i += 1
@@ -99,7 +106,7 @@ def _numbers(words: list[str]) -> tuple[str, ...]:
                 # An operator only counts between numbers ("over" and "x" are words elsewhere).
                 op = OPERATORS.get(w)
                 nxt = words[i + 1] if i + 1 < len(words) else ""
-                near_number = out and (nxt[:1].isdigit() or nxt in NUMBER_WORDS or w == "%")
+                near_number = out and (nxt[:1].isdigit() or nxt in NUMBER_WORDS or op == "%")
                 if op and near_number and i > 0 and (words[i - 1][:1].isdigit() or words[i - 1] in NUMBER_WORDS):
                     out.append(op)
             i += 1
@@ -110,6 +117,11 @@ def _numbers(words: list[str]) -> tuple[str, ...]:
 
 def _is_number(word: str) -> bool:
     return word[:1].isdigit() or word in NUMBER_WORDS
+
+
+def _spelt(word: str) -> str:
+    """A number word as its digits ("three" -> "3"), so "three weeks" and "3 weeks" agree."""
+    return str(NUMBER_WORDS[word]) if word in NUMBER_WORDS else word
 
 
 def _units(words: list[str]) -> tuple[tuple, tuple]:
@@ -128,9 +140,9 @@ def _units(words: list[str]) -> tuple[tuple, tuple]:
         before = words[i - 1] if i > 0 else ""
         after = words[i + 1] if i + 1 < len(words) else ""
         if _is_number(before):
-            bound.append((before, unit))
+            bound.append((_spelt(before), unit))
         elif w in ("$", "€", "£", "¥") and _is_number(after):
-            bound.append((after, unit))
+            bound.append((_spelt(after), unit))
         else:
             free.append(unit)
     return tuple(bound), tuple(sorted(free) if bound else free)
@@ -179,17 +191,37 @@ def _entities(tokens: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
+# The word that says what an entity does in the question: "from X to Y", "X than Y", "during X".
+_PREPOSITIONS = frozenset({"from", "to", "into", "than", "vs", "versus", "before", "after", "over", "against", "by",
+                           "with", "for", "in", "on", "at", "of", "during", "under", "between", "without", "via",
+                           "through", "onto", "toward", "towards", "like", "about", "near", "inside", "outside"})
+
+
+def _roles(tokens: list[str], entities: tuple[str, ...]) -> tuple[tuple[str, str | None], ...]:
+    """Each entity's first occurrence with the preposition at most 3 tokens before it (None: none)."""
+    words = [t.casefold() for t in tokens]
+    roles: dict[str, str | None] = {}
+    for i, w in enumerate(words):
+        core = re.sub(r"['’][a-z]+$", "", w).rstrip(".-/")
+        if core in entities and core not in roles:
+            before = words[max(0, i - 3):i]
+            roles[core] = next((p for p in reversed(before) if p in _PREPOSITIONS), None)
+    return tuple(roles.items())
+
+
 @lru_cache(maxsize=65_536)
 def features(text: str) -> Features:
     tokens = _tokens(text)
-    words = [t.casefold() for t in tokens]
+    # A sentence's full stop sticks to its last word ("weeks."): not part of the word for numbers and units.
+    words = [t.casefold()[:-1] if len(t) > 1 and t.endswith(".") and t[0].isalpha() else t.casefold() for t in tokens]
     return Features(
         text=" ".join(words),
         numbers=_numbers(words),
         units=_units(words),
         negated=_negated(words),
         poles=_poles(words),
-        entities=_entities(tokens),
+        entities=(entities := _entities(tokens)),
+        roles=_roles(tokens, entities),
     )
 
 
@@ -227,16 +259,45 @@ def _position(entity: str, text: str) -> int:
     return match.start() if match else -1
 
 
+def _misspelt_position(entity: str, other: Features) -> int:
+    """Where the other question misspells the entity in lower case ("pyhton" for Python, "napolean" for
+    Napoleon): one edit from 6 letters, two from 9, and never a word the other names as an entity itself
+    (so "Austria" never stands for "Australia")."""
+    if len(entity) < 6 or not entity.isalpha():
+        return -1
+    limit = 1 if len(entity) < 9 else 2
+    offset = 0
+    for word in other.text.split(" "):
+        if word not in other.entities and word.isalpha() and abs(len(word) - len(entity)) <= limit \
+                and edit_distance(word, entity, limit) <= limit:
+            return offset
+        offset += len(word) + 1
+    return -1
+
+
 def entities_agree(a: Features, b: Features) -> bool:
-    """Every entity of one appears in the other, and shared entities come in the same order."""
+    """Every entity of one appears in the other, and shared entities come in the same order, or each keeps
+    the preposition it had: "From Bangkok, how do I get to Chiang Mai?" only moved a clause, while
+    "Is Paris bigger than London?" / "Is London bigger than Paris?" traded the roles."""
     entities = list(dict.fromkeys(a.entities + b.entities))
     pos_a = [_position(e, a.text) for e in entities]
     pos_b = [_position(e, b.text) for e in entities]
+    pos_a = [p if p >= 0 or e not in b.entities else _misspelt_position(e, a) for e, p in zip(entities, pos_a)]
+    pos_b = [p if p >= 0 or e not in a.entities else _misspelt_position(e, b) for e, p in zip(entities, pos_b)]
     if -1 in pos_a or -1 in pos_b:
         return False
     order_a = [e for _, e in sorted(zip(pos_a, entities))]
     order_b = [e for _, e in sorted(zip(pos_b, entities))]
-    return order_a == order_b
+    if order_a == order_b:
+        return True
+    roles_a, roles_b = dict(a.roles), dict(b.roles)
+    return roles_a == roles_b and any(roles_a.values())
+
+
+def entities_present(a: Features, b: Features) -> bool:
+    """Every entity of one appears in the other, in any order (earlier turns: "a Samsung Galaxy S23" and
+    "a Galaxy S23 from Samsung" set the same scene)."""
+    return all(_position(e, b.text) >= 0 for e in a.entities) and all(_position(e, a.text) >= 0 for e in b.entities)
 
 
 GUARDS: dict[str, Guard] = {

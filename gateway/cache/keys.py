@@ -50,22 +50,34 @@ def _digest(payload: object) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def namespace_key(request: CacheRequest) -> str:
-    """hash(tenant, model, every message before the last, answer-changing settings).
+def context(request: CacheRequest) -> str:
+    """The earlier user turns, one a line: the verifier compares them like the question itself."""
+    return "\n".join(message_text(m) for m in request.messages[:-1] if m.get("role") == "user")
 
-    Earlier turns are kept verbatim: the same follow-up after a different conversation is a
-    different question, so it must live in a different index.
+
+def namespace_key(request: CacheRequest) -> str:
+    """hash(tenant, model, the shape of the earlier turns, system messages, answer-changing settings).
+
+    The same follow-up after a different conversation is a different question, but the same
+    conversation may be worded otherwise. So earlier turns enter the key by role (and system or developer
+    messages, instruction templates, verbatim); their user text is checked by the verifier on each
+    candidate (context()), like the question; assistant turns are the model's own words, left out.
+    max_tokens is not part of it: an answer serves other limits by being cut (truncation.py).
     """
-    context = [[m.get("role"), m.get("name"), message_text(m)] for m in request.messages[:-1]]
+    texts = [message_text(m) for m in request.messages[:-1]]  # raises Uncacheable on tool traffic
+    context = [[m.get("role"), m.get("name"), text if m.get("role") in ("system", "developer") else ""]
+               for m, text in zip(request.messages[:-1], texts)]
     stop = [request.stop] if isinstance(request.stop, str) else request.stop
     return _digest({
         "tenant": request.tenant_id,
         "model": request.model,
         "context": context,
-        "sampling": [request.temperature, request.top_p, request.max_tokens, stop, request.seed],
+        "sampling": [request.temperature, request.top_p, stop, request.seed],
         "extra": request.extra_params or {},
     })
 
 
-def exact_key(namespace: str, question_text: str) -> str:
-    return _digest([namespace, normalise(question_text)])
+def exact_key(namespace: str, question_text: str, context_text: str = "") -> str:
+    if not context_text:
+        return _digest([namespace, normalise(question_text)])
+    return _digest([namespace, normalise(question_text), normalise(context_text)])

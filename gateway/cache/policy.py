@@ -4,9 +4,9 @@ from __future__ import annotations
 from gateway.cache.config import TenantCachePolicy
 from gateway.cache.types import CacheRequest
 
-# Only a complete answer is worth replaying: "length" is cut off, "tool_calls" acts, "error"
-# and "abort" are not answers. Anything else is refused too.
-STORABLE_FINISH_REASONS = frozenset({"stop"})
+# "stop" is a complete answer; "length" one cut at the request's max_tokens, which serves requests with an
+# equal or smaller limit (truncation.py). "tool_calls" acts, "error" and "abort" are not answers.
+STORABLE_FINISH_REASONS = frozenset({"stop", "length"})
 
 
 def bypass_reason(request: CacheRequest, policy: TenantCachePolicy) -> str | None:
@@ -18,10 +18,13 @@ def bypass_reason(request: CacheRequest, policy: TenantCachePolicy) -> str | Non
     return None
 
 
-def refusal_reason(finish_reason: str, answer_text: str, prompt_tokens: int, completion_tokens: int) -> str | None:
+def refusal_reason(finish_reason: str, answer_text: str, prompt_tokens: int, completion_tokens: int,
+                   max_tokens: int | None = None) -> str | None:
     """None when a generation may be stored; otherwise why not."""
     if finish_reason not in STORABLE_FINISH_REASONS:
         return f"finish_reason {finish_reason!r}"
+    if finish_reason == "length" and (max_tokens is None or completion_tokens != max_tokens):
+        return "cut before its max_tokens (the context ran out)"  # depends on the prompt's length
     if not answer_text.strip():
         return "empty answer"
     if prompt_tokens < 0 or completion_tokens < 0:

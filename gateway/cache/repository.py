@@ -11,6 +11,7 @@ from sqlalchemy import Engine, delete, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
+from gateway.cache.policy import STORABLE_FINISH_REASONS
 from gateway.cache.table import SemanticCacheEntryRow
 from gateway.cache.types import CachedAnswer, CacheEntry
 from gateway.db.errors import database_unavailable
@@ -29,10 +30,13 @@ def _to_datetime(ts: float | None) -> datetime | None:
 def to_row(entry: CacheEntry) -> SemanticCacheEntryRow:
     payload = {
         "question": entry.question,
+        "context": entry.context,
         "text": entry.answer.text,
         "prompt_tokens": entry.answer.prompt_tokens,
         "completion_tokens": entry.answer.completion_tokens,
         "finish_reason": entry.answer.finish_reason,
+        "max_tokens": entry.answer.max_tokens,
+        "token_ends": list(entry.answer.token_ends),
     }
     vector = np.asarray(entry.vector, dtype="<f4")
     return SemanticCacheEntryRow(
@@ -61,8 +65,14 @@ def from_row(row: SemanticCacheEntryRow, dim: int) -> CacheEntry:
     for name, value in (("prompt_tokens", prompt_tokens), ("completion_tokens", completion_tokens)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise CorruptEntry(f"payload.{name}: not a non-negative integer")
-    if finish_reason != "stop":
+    if finish_reason not in STORABLE_FINISH_REASONS:
         raise CorruptEntry(f"payload.finish_reason: {finish_reason!r} is never served")
+    max_tokens, ends = payload.get("max_tokens"), payload.get("token_ends") or []
+    if finish_reason == "length" and (not isinstance(max_tokens, int) or max_tokens != completion_tokens):
+        raise CorruptEntry("payload.max_tokens: a cut answer needs the limit it was cut at")
+    if ends and (len(ends) != completion_tokens or any(not isinstance(e, int) or isinstance(e, bool) for e in ends)
+                 or list(ends) != sorted(ends) or ends[-1] != len(text)):
+        raise CorruptEntry("payload.token_ends: not one ascending offset per token ending at the text's end")
     raw = bytes(row.vector or b"")
     if row.dim != dim or len(raw) != dim * 4:
         raise CorruptEntry(f"vector: {len(raw)} bytes / dim {row.dim}, expected dim {dim}")
@@ -75,9 +85,11 @@ def from_row(row: SemanticCacheEntryRow, dim: int) -> CacheEntry:
     return CacheEntry(
         id=row.id, tenant_id=row.tenant_id, model=row.model, namespace=row.namespace,
         exact_key=row.exact_key, question=question,
-        answer=CachedAnswer(text, prompt_tokens, completion_tokens, finish_reason),
+        answer=CachedAnswer(text, prompt_tokens, completion_tokens, finish_reason,
+                            max_tokens if isinstance(max_tokens, int) else None, tuple(ends)),
         vector=vector, created_at=row.created_at.timestamp(),
         expires_at=row.expires_at.timestamp() if row.expires_at is not None else None,
+        context=payload.get("context") if isinstance(payload.get("context"), str) else "",
     )
 
 

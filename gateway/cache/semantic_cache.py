@@ -1,7 +1,7 @@
 """The semantic cache: an exact tier, then a per-namespace vector search checked by guards.
 
 Glue only: keys come from keys.py, the may-I decisions from policy.py, the verification from
-guards.py, memory from memory.py, persistence from repository.py.
+verify.py (guards.py, then alignment.py), memory from memory.py, persistence from repository.py.
 """
 from __future__ import annotations
 
@@ -15,13 +15,19 @@ from collections.abc import Callable
 import faiss
 
 from gateway.cache.config import CacheConfig, TenantCachePolicy
-from gateway.cache.guards import GUARDS, Guard, first_disagreement
-from gateway.cache.keys import Uncacheable, exact_key, namespace_key, question
+from gateway.cache.alignment import Aligner
+from gateway.cache.audit import AccuracyAudit
+from gateway.cache.guards import GUARDS, Guard
+from gateway.cache.keys import Uncacheable, context, exact_key, namespace_key, question
+from gateway.cache.live_check import LiveCheck
 from gateway.cache.memory import EntryStore
 from gateway.cache.metrics import CacheMetrics
 from gateway.cache.policy import bypass_reason, refusal_reason
 from gateway.cache.repository import CacheRepository
+from gateway.cache.truncation import fit
 from gateway.cache.types import CachedAnswer, CacheEntry, CacheLookup, CacheRequest, CacheStats
+from gateway.cache.verify import Verifier
+from gateway.cache.word_vectors import WordVectors, embed_many
 from gateway.embedding.embedder import Embedder
 
 log = logging.getLogger(__name__)
@@ -34,13 +40,19 @@ class SemanticCache:
     def __init__(self, embedder: Embedder, config: CacheConfig | None = None, *,
                  repository: CacheRepository | None = None, metrics: CacheMetrics | None = None,
                  savings: Savings | None = None, guards: dict[str, Guard] = GUARDS,
-                 clock: Callable[[], float] = time.time) -> None:
+                 verifier: Verifier | None = None, clock: Callable[[], float] = time.time) -> None:
         self.config = config or CacheConfig()
         self.embedder = embedder
         self.metrics = metrics or CacheMetrics()
         self._repository = repository
         self._savings = savings
-        self._guards = guards
+        # The guards, then the content-word alignment, on every candidate above the threshold.
+        self.verifier = verifier or Verifier(Aligner(WordVectors(embedder), self.config.alignment), guards,
+                                             similarity=self._similarity)
+        # A sampled fraction of hits is answered again by the model (live_check.py); disagreements
+        # tighten the tenant's threshold (audit.py).
+        self.audit = AccuracyAudit(self.config.audit)
+        self.live_check = LiveCheck(self.audit, embedder, self.metrics)
         self._clock = clock
         faiss.omp_set_num_threads(self.config.faiss_threads)
         self._store = EntryStore(embedder.dim, self.config.index)
@@ -53,10 +65,12 @@ class SemanticCache:
         return await asyncio.to_thread(self.lookup_sync, request, policy)
 
     async def store(self, request: CacheRequest, policy: TenantCachePolicy, answer_text: str,
-                    prompt_tokens: int, completion_tokens: int, finish_reason: str) -> str | None:
-        """The new entry's id, or None when the answer may not be cached."""
+                    prompt_tokens: int, completion_tokens: int, finish_reason: str,
+                    token_ends: tuple[int, ...] = ()) -> str | None:
+        """The new entry's id, or None when the answer may not be cached. `token_ends` (truncation.py) let it
+        serve smaller max_tokens too."""
         return await asyncio.to_thread(self.store_sync, request, policy, answer_text,
-                                       prompt_tokens, completion_tokens, finish_reason)
+                                       prompt_tokens, completion_tokens, finish_reason, token_ends)
 
     async def invalidate(self, tenant_id: str, entry_id: str | None = None) -> int:
         """Drop one entry of the tenant, or all of them; the number removed."""
@@ -105,6 +119,7 @@ class SemanticCache:
             return CacheLookup("bypass", reason=reason)
         try:
             text = question(request)
+            earlier = context(request)
             namespace = namespace_key(request)
         except Uncacheable as e:
             return CacheLookup("bypass", reason=str(e))
@@ -112,12 +127,12 @@ class SemanticCache:
         expired: list[str] = []
         try:
             with self._lock:
-                entry = self._live(self._store.by_exact_key(exact_key(namespace, text)), now, expired)
-                if entry is not None:
-                    return self._hit(entry, 1.0, "exact")
+                entry = self._live(self._store.by_exact_key(exact_key(namespace, text, earlier)), now, expired)
+                answer = fit(entry.answer, request.max_tokens) if entry is not None else None
+                if answer is not None:
+                    return self._hit(entry, answer, 1.0, "exact")
             vector = self.embedder.embed_one(text)  # outside the lock: the slow part
-            with self._lock:
-                return self._semantic(request, text, namespace, vector, policy, now, expired)
+            return self._semantic(request, text, earlier, namespace, vector, policy, now, expired)
         finally:
             if expired and self._repository is not None:
                 try:
@@ -127,30 +142,47 @@ class SemanticCache:
                     # A database outage must not turn this lookup (maybe a hit) into a bypass.
                     log.warning("semantic cache: could not delete %d expired rows", len(expired), exc_info=True)
 
-    def _semantic(self, request: CacheRequest, text: str, namespace: str, vector, policy: TenantCachePolicy,
-                  now: float, expired: list[str]) -> CacheLookup:
-        """The best neighbour above the threshold that every guard accepts (lock held)."""
+    def threshold(self, tenant_id: str, policy: TenantCachePolicy) -> float:
+        """The tenant's threshold, raised by what the live check found."""
+        return min(1.0, policy.threshold + self.audit.tightening(tenant_id))
+
+    def _semantic(self, request: CacheRequest, text: str, earlier: str, namespace: str, vector,
+                  policy: TenantCachePolicy, now: float, expired: list[str]) -> CacheLookup:
+        """The best neighbour above the threshold that the verifier accepts. The verifier runs outside the
+        lock (it may embed a few words); a candidate evicted meanwhile is skipped."""
+        threshold = self.threshold(request.tenant_id, policy)
+        with self._lock:
+            candidates = []
+            for entry, score in self._store.search(namespace, vector, self.config.candidates):
+                if score < threshold:
+                    break
+                answer = fit(entry.answer, request.max_tokens) if self._live(entry, now, expired) else None
+                if answer is not None:  # None: expired, or cut shorter than this request allows
+                    candidates.append((entry, answer, score))
         rejected: str | None = None
-        for entry, score in self._store.search(namespace, vector, self.config.candidates):
-            if score < policy.threshold:
-                break
-            if self._live(entry, now, expired) is None:
-                continue
-            failed = first_disagreement(text, entry.question, self._guards)
-            if failed is None:
-                return self._hit(entry, score, "semantic")
-            rejected = rejected or failed
-            self.metrics.rejected.labels(request.tenant_id, request.model, failed).inc()
-            stats = self._stats.setdefault(request.tenant_id, CacheStats(request.tenant_id))
-            stats.rejected_by_guard[failed] = stats.rejected_by_guard.get(failed, 0) + 1
+        for entry, answer, score in candidates:
+            failed = self.verifier.refusal(text, entry.question)
+            if failed is None and (earlier or entry.context):
+                failed = self.verifier.context_refusal(earlier, entry.context)  # the same conversation, too
+            with self._lock:
+                if failed is None:
+                    if self._store.get(entry.id) is entry:
+                        return self._hit(entry, answer, score, "semantic")
+                    continue
+                rejected = rejected or failed
+                self.metrics.rejected.labels(request.tenant_id, request.model, failed).inc()
+                stats = self._stats.setdefault(request.tenant_id, CacheStats(request.tenant_id))
+                stats.rejected_by_guard[failed] = stats.rejected_by_guard.get(failed, 0) + 1
         return CacheLookup("miss", reason=f"guard:{rejected}" if rejected else None)
 
     def store_sync(self, request: CacheRequest, policy: TenantCachePolicy, answer_text: str,
-                   prompt_tokens: int, completion_tokens: int, finish_reason: str) -> str | None:
+                   prompt_tokens: int, completion_tokens: int, finish_reason: str,
+                   token_ends: tuple[int, ...] = ()) -> str | None:
         reason = bypass_reason(request, policy) or refusal_reason(
-            finish_reason, answer_text, prompt_tokens, completion_tokens)
+            finish_reason, answer_text, prompt_tokens, completion_tokens, request.max_tokens)
         try:
             text = question(request)
+            earlier = context(request)
             namespace = namespace_key(request)
         except Uncacheable as e:
             reason = reason or str(e)
@@ -159,10 +191,12 @@ class SemanticCache:
             log.debug("semantic cache: not storing for tenant %s: %s", request.tenant_id, reason)
             return None
         now = self._clock()
+        self.verifier.prepare(text)  # its words' vectors now, so a later lookup embeds only its own
         entry = CacheEntry(
             id=uuid.uuid4().hex, tenant_id=request.tenant_id, model=request.model, namespace=namespace,
-            exact_key=exact_key(namespace, text), question=text,
-            answer=CachedAnswer(answer_text, prompt_tokens, completion_tokens, finish_reason),
+            exact_key=exact_key(namespace, text, earlier), question=text, context=earlier,
+            answer=CachedAnswer(answer_text, prompt_tokens, completion_tokens, finish_reason, request.max_tokens,
+                                tuple(token_ends) if len(token_ends) == completion_tokens else ()),
             vector=self.embedder.embed_one(text), created_at=now,
             expires_at=now + policy.ttl_s if policy.ttl_s else None,
         )
@@ -228,6 +262,10 @@ class SemanticCache:
         log.info("semantic cache: re-indexed %d persisted entries", len(entries))
         return len(entries)
 
+    def _similarity(self, a: str, b: str) -> float:
+        x, y = embed_many(self.embedder, [a, b])
+        return float(x @ y)
+
     # --- helpers (called with the lock held)
 
     def _live(self, entry: CacheEntry | None, now: float, expired: list[str]) -> CacheEntry | None:
@@ -239,10 +277,10 @@ class SemanticCache:
         expired.append(entry.id)
         return None
 
-    def _hit(self, entry: CacheEntry, score: float, tier: str) -> CacheLookup:
+    def _hit(self, entry: CacheEntry, answer: CachedAnswer, score: float, tier: str) -> CacheLookup:
         self._store.touch(entry)
         entry.hits += 1
-        return CacheLookup("hit", entry=entry.answer, score=score, tier=tier, entry_id=entry.id)
+        return CacheLookup("hit", entry=answer, score=score, tier=tier, entry_id=entry.id)
 
     def _count(self, tenant_id: str, result: CacheLookup) -> None:
         with self._lock:

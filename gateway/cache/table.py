@@ -20,7 +20,8 @@ class SemanticCacheEntryRow(Base):
     model: Mapped[str] = mapped_column(String(200), nullable=False)
     namespace: Mapped[str] = mapped_column(String(64), nullable=False)
     exact_key: Mapped[str] = mapped_column(String(64), nullable=False)
-    # UTF-8 JSON {"question", "text", "prompt_tokens", "completion_tokens", "finish_reason"}.
+    # UTF-8 JSON {"question", "text", "prompt_tokens", "completion_tokens", "finish_reason", "max_tokens",
+    # "token_ends"} (the last two: truncation.py).
     # Bytes, not TEXT, so one badly encoded row is caught by our decoder and skipped instead of
     # failing the driver's fetch of the whole table.
     payload: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)

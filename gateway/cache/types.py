@@ -39,7 +39,9 @@ class CachedAnswer:
     text: str
     prompt_tokens: int
     completion_tokens: int
-    finish_reason: str = "stop"
+    finish_reason: str = "stop"  # or "length": cut at `max_tokens` (truncation.py serves it)
+    max_tokens: int | None = None  # the limit it was generated under (None: none)
+    token_ends: tuple[int, ...] = ()  # character offset where each token's text ends; () unknown
 
 
 @dataclass(slots=True)
@@ -58,6 +60,7 @@ class CacheEntry:
     created_at: float
     expires_at: float | None  # None: never
     hits: int = 0
+    context: str = ""  # the earlier user turns (keys.context), verified like the question
 
     def expired(self, now: float) -> bool:
         return self.expires_at is not None and now >= self.expires_at

@@ -98,6 +98,10 @@ class Embedder:
             encodings = self._tokenizer.encode_batch(texts)
         return sum(sum(e.attention_mask) for e in encodings)
 
+    def vocabulary(self) -> list[str]:
+        """The tokenizer's whole-word entries (no "##" continuation pieces, no special tokens)."""
+        return [w for w in self._tokenizer.get_vocab() if not w.startswith(("##", "["))]
+
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         with self._lock, torch.inference_mode():
             encodings = self._tokenizer.encode_batch(texts)

@@ -26,12 +26,23 @@ class BillLine(BaseModel):
     cost: Money
 
 
+class CacheAccuracy(BaseModel):
+    """The semantic cache's live check for the tenant (gateway.cache.live_check): hits also answered by the
+    model in the background, how many disagreed, the estimated wrong-hit rate, and how far the tenant's
+    threshold has tightened because of it. This replica's figures since it started (kept in memory)."""
+    sampled: int
+    disagreed: int
+    estimated_wrong_hit_rate: float
+    threshold_tightening: float
+
+
 class Bill(BaseModel):
     tenant_id: str
     month: str  # YYYY-MM
     lines: list[BillLine]
     total_cost: Money
     currency: str
+    cache_accuracy: CacheAccuracy | None = None  # None: the cache is off
 
 
 class PromptVersionBillLine(BillLine):

@@ -10,7 +10,7 @@ from gateway.api.admin.tenants import tenant_or_404
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.api.periods import MonthDep
 from gateway.billing.bills import all_bills, tenant_bill, tenant_bill_by_prompt_version, usage_csv
-from gateway.schemas.billing import Bill, BillList
+from gateway.schemas.billing import Bill, BillList, CacheAccuracy
 
 router = APIRouter()
 
@@ -25,14 +25,25 @@ def bill(tenant_id: str, month: MonthDep, session: SessionDep, services: Service
     if group_by == "prompt_version":
         grouped = tenant_bill_by_prompt_version(session, tenant_id=tenant_id, month=month, currency=currency)
         return JSONResponse(grouped.model_dump(mode="json"))
-    return tenant_bill(session, tenant_id=tenant_id, month=month, currency=currency)
+    return _with_cache_accuracy(services, tenant_bill(session, tenant_id=tenant_id, month=month, currency=currency))
 
 
 @router.get("/bills", response_model=BillList)
 def bills(month: MonthDep, session: SessionDep, services: ServicesDep) -> BillList:
     """Every tenant's bill for a month, empty ones included."""
-    return BillList(month=str(month),
-                    data=all_bills(session, month=month, currency=services.settings.currency))
+    return BillList(month=str(month), data=[_with_cache_accuracy(services, b) for b in
+                                            all_bills(session, month=month, currency=services.settings.currency)])
+
+
+def _with_cache_accuracy(services, bill: Bill) -> Bill:
+    """The bill with the cache's live-check figures for its tenant, when the cache is on."""
+    cache = getattr(services, "cache", None)  # a Services without the cache component has none
+    if cache is None:
+        return bill
+    t = cache.audit.of(bill.tenant_id)
+    return bill.model_copy(update={"cache_accuracy": CacheAccuracy(
+        sampled=t.sampled, disagreed=t.disagreed, estimated_wrong_hit_rate=t.estimated_wrong_hit_rate,
+        threshold_tightening=t.tightening)})
 
 
 @router.get("/usage.csv", response_class=StreamingResponse)

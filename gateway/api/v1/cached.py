@@ -7,11 +7,14 @@ ledger row with cache_hit=True and every prompt token cached prices it at the mo
 """
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import re
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from fastapi.responses import JSONResponse, StreamingResponse
 
@@ -20,11 +23,12 @@ from gateway.api.v1.pipeline.guard import as_api_error
 from gateway.api.v1.pipeline.output_guard import OutputGuard
 from gateway.api.v1.pipeline.respond import Format, Keep, headers, sse_event
 from gateway.api.v1.pipeline.run import Run
-from gateway.cache import CacheLookup, CacheRequest, SemanticCache, TenantCachePolicy
+from gateway.cache import CachedAnswer, CacheLookup, CacheRequest, SemanticCache, TenantCachePolicy
 from gateway.cache.from_chat import cache_request, tenant_policy
+from gateway.cache.truncation import token_ends
 from gateway.guardrails.errors import ContentBlocked, GuardrailFailed
 from gateway.schemas.openai import ChatCompletionRequest
-from gateway.serving.base import CompletionDelta
+from gateway.serving.base import CompletionDelta, GenerationRequest
 from gateway.services import Services
 
 log = logging.getLogger("tollgate.cache")
@@ -68,22 +72,59 @@ async def consult(svc: Services, principal, body: ChatCompletionRequest, run: Ru
         # The cache only saves work: a broken one must not fail the request; generate instead.
         log.exception("semantic cache lookup failed; generating", extra={"tenant": principal.tenant_id})
         return CacheStep(CacheLookup("bypass", reason="error"))
+    if lookup.status == "hit" and lookup.entry is not None and run.candidates:
+        cache.live_check.maybe_check(request.tenant_id, lookup.entry.text,
+                                     partial(regenerate, svc, run.candidates[0], request, lookup.entry))
     return CacheStep(lookup, request, policy)
+
+
+async def regenerate(svc: Services, version: str, request: CacheRequest, served: CachedAnswer) -> str:
+    """The model's own answer to a request the cache served, for the live check: straight from the backend,
+    so no ledger row and no limits (billed to nobody)."""
+    limit = request.max_tokens or served.completion_tokens + 64
+    stop = [request.stop] if isinstance(request.stop, str) else list(request.stop or [])
+    generation = GenerationRequest(
+        request_id=f"cache-check-{uuid.uuid4().hex}", version=version, messages=request.messages,
+        max_tokens=limit, temperature=request.temperature, top_p=1.0 if request.top_p is None else request.top_p,
+        seed=request.seed, stop=stop, priority=1,  # behind interactive work
+        # The tenant's own prefix-cache salt: the check shares engine blocks with nobody else.
+        cache_salt=svc.salter.salt(request.tenant_id), tenant=svc.salter.tenant_key(request.tenant_id))
+    parts = []
+    stream = svc.backend.stream(generation)
+    try:
+        async for chunk in stream:
+            parts.append(chunk.text)
+    finally:
+        await stream.aclose()
+    return "".join(parts)
 
 
 def keeper(svc: Services, step: CacheStep) -> Keep | None:
     """Store a miss's answer once it is complete, off the response path (shutdown drains it).
-    The cache itself refuses what must not be replayed (finish_reason other than "stop")."""
+    The cache itself refuses what must not be replayed (finish_reason other than "stop" or "length")."""
     if step.request is None or step.lookup.status != "miss":
         return None
     cache, request, policy = svc.cache, step.request, step.policy
 
-    def keep(run: Run, text: str, finish_reason: str | None) -> None:
+    def keep(run: Run, text: str, finish_reason: str | None, token_ids: list[int]) -> None:
         if finish_reason is None or run.version is None or svc.model_of(run.version) != request.model:
             return  # no answer, or a fallback to another model gave it: not this model's to keep
-        svc.drain.spawn(cache.store(request, policy, text, run.prompt_tokens, run.completion_tokens,
-                                    finish_reason))
+        svc.drain.spawn(_store(svc, run.version, request, policy, text, run.prompt_tokens, run.completion_tokens,
+                               finish_reason, list(token_ids)))
     return keep
+
+
+async def _store(svc: Services, version: str, request: CacheRequest, policy: TenantCachePolicy, text: str,
+                 prompt_tokens: int, completion_tokens: int, finish_reason: str, token_ids: list[int]) -> None:
+    """Where each token ends (so smaller max_tokens can be served by a cut), then the entry."""
+    ends: tuple[int, ...] = ()
+    if len(token_ids) == completion_tokens:
+        try:
+            ends = await asyncio.to_thread(token_ends, partial(svc.backend.detokenize, version), token_ids, text)
+        except Exception:
+            log.warning("semantic cache: no token offsets for an answer; it serves only limits that need no cut",
+                        exc_info=True)
+    await svc.cache.store(request, policy, text, prompt_tokens, completion_tokens, finish_reason, ends)
 
 
 async def replay(run: Run, fmt_factory: Callable[[Run], Format], lookup: CacheLookup):

@@ -53,7 +53,9 @@ async def test_tenant_bill_lines_per_model(database, ledger_with_usage):
     assert bill.total_cost == D("3.10000002")
     body = bill.model_dump(mode="json")
     assert body["total_cost"] == "3.10000002" and body["lines"][1]["cost"] == "0.00000002"
-    assert set(body) == {"tenant_id", "month", "lines", "total_cost", "currency"}
+    # cache_accuracy is filled by the admin route from the live cache check (None here: no cache).
+    assert set(body) == {"tenant_id", "month", "lines", "total_cost", "currency", "cache_accuracy"}
+    assert body["cache_accuracy"] is None
 
 
 async def test_all_bills_include_idle_tenants(database, ledger_with_usage):

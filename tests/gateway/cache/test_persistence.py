@@ -93,6 +93,19 @@ def _corrupt(engine, entry_id: str, **values) -> None:
         conn.execute(update(SemanticCacheEntryRow).where(SemanticCacheEntryRow.id == entry_id).values(**values))
 
 
+async def test_a_cut_answer_and_earlier_turns_survive_a_restart(make_cache, repository, policy):
+    history = [{"role": "user", "content": "I'm planning a trip to Kyoto."}, {"role": "assistant", "content": "Nice!"}]
+    first = make_cache(repository=repository)
+    await first.store(ask("Where should I stay?", history=history, max_tokens=3), policy, "Stay in Gion.", 20, 3,
+                      "length", (4, 7, 13))
+    restarted = make_cache(repository=repository)
+    await restarted.load()
+    hit = await restarted.lookup(ask("Where should I stay?", history=history, max_tokens=2), policy)
+    assert (hit.status, hit.entry.text, hit.entry.finish_reason) == ("hit", "Stay in", "length")
+    elsewhere = [{"role": "user", "content": "I'm planning a trip to Osaka."}, history[1]]
+    assert (await restarted.lookup(ask("Where should I stay?", history=elsewhere, max_tokens=2), policy)).status == "miss"
+
+
 def _payload(**overrides) -> bytes:
     body = {"question": "q?", "text": "a", "prompt_tokens": 1, "completion_tokens": 1, "finish_reason": "stop"}
     body.update(overrides)
@@ -105,7 +118,8 @@ CORRUPTIONS = {
     "not an object": dict(payload=b"[1, 2]"),
     "missing text": dict(payload=_payload(text=None)),
     "negative tokens": dict(payload=_payload(prompt_tokens=-3)),
-    "truncated answer": dict(payload=_payload(finish_reason="length")),
+    "truncated answer": dict(payload=_payload(finish_reason="length")),  # without the limit it was cut at
+    "token ends": dict(payload=_payload(token_ends=[5])),  # past the end of the text
     "short vector": dict(vector=np.ones(10, dtype="<f4").tobytes()),
     "wrong dim": dict(dim=12),
     "not unit length": dict(vector=(np.ones(384, dtype="<f4") * 3).tobytes()),

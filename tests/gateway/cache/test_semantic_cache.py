@@ -65,7 +65,7 @@ async def test_same_follow_up_after_different_earlier_turns_misses(cache, policy
 async def test_system_prompt_and_sampling_settings_split_namespaces(cache, policy):
     await put(cache, ask("Summarise our refund policy.", system="Be brief."), policy)
     assert (await cache.lookup(ask("Summarise our refund policy.", system="Be detailed."), policy)).status == "miss"
-    assert (await cache.lookup(ask("Summarise our refund policy.", system="Be brief.", max_tokens=5),
+    assert (await cache.lookup(ask("Summarise our refund policy.", system="Be brief.", seed=5),
                                policy)).status == "miss"
 
 

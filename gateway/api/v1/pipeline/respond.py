@@ -43,9 +43,9 @@ class Format(Protocol):
         """The whole answer."""
 
 
-# Told of every single-completion generation that ran to an end of its own: (run, its text, finish_reason).
-# Must not block: the response is still being sent.
-Keep = Callable[[Run, str, str | None], None]
+# Told of every single-completion generation that ran to an end of its own: (run, its text, finish_reason,
+# its token ids). Must not block: the response is still being sent.
+Keep = Callable[[Run, str, str | None, list[int]], None]
 
 # A stream's body, in place of the chat/completions SSE (`_sse`) for an endpoint whose events differ (the
 # Responses API): given the run, the open generation, its first chunk, the format and `keep`, it yields SSE
@@ -172,7 +172,7 @@ async def _collect(run: Run, stream: AsyncIterator[GenerationChunk], first: Gene
     if blocked is not None:
         raise blocked
     if keep is not None and run.job.generated == 1:
-        keep(run, answer[0].text, answer[0].finish_reason)
+        keep(run, answer[0].text, answer[0].finish_reason, answer[0].token_ids if guard is None else [])
     return JSONResponse(fmt.complete(answer).model_dump(mode="json", exclude_none=False), headers=headers(run))
 
 
@@ -201,8 +201,10 @@ async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: Generati
                 if chunk.finish_reason is not None:  # every completion has finished
                     status = "ok"
                     if keep is not None and run.job.generated == 1:
+                        # A guarded text may differ from the tokens: then no token ends are kept (no cuts served).
                         text = choices.first().text if guard is None else guard.text(0)
-                        keep(run, text, choices.first().finish_reason)
+                        keep(run, text, choices.first().finish_reason,
+                             choices.first().token_ids if guard is None else [])
                     break
                 async with asyncio.timeout(run.remaining_s()):
                     chunk = await anext(stream, None)

@@ -38,7 +38,7 @@ async def test_tenant_bill(admin_http, billed):
     r = await admin_http.get(f"/admin/tenants/{a}/bill?month=2026-11", headers=ADMIN)
     assert r.status_code == 200
     bill = r.json()
-    assert set(bill) == {"tenant_id", "month", "lines", "total_cost", "currency"}
+    assert set(bill) == {"tenant_id", "month", "lines", "total_cost", "currency", "cache_accuracy"}
     assert (bill["tenant_id"], bill["month"], bill["currency"]) == (a, "2026-11", "USD")
     assert bill["lines"] == [
         {"model": "all-minilm-l6-v2", "kind": "interactive", "requests": 1, "prompt_tokens": 1000,

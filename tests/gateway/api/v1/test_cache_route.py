@@ -1,9 +1,11 @@
 """The semantic cache in the chat route: a repeat is answered without the engine, billed at the
 model's cache prices, streamed like a generation; sampling, other tenants, other numbers and an
-admin invalidation all miss. Most tests run over the canned backend (whose calls are counted);
+admin invalidation all miss; an answer cut at max_tokens serves smaller limits; the live check is billed
+to nobody. Most tests run over the canned backend (whose calls are counted);
 one drives the real model through the official SDK."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -20,7 +22,7 @@ from gateway.db.database import Database
 from gateway.main import create_app
 from tests.gateway.conftest import gateway_settings
 from tests.gateway.support import (ADMIN_KEY, CANNED_ENGINE_MS, FP32, METRICS, CannedBackend, LiveServer, make_tenant,
-                                   migrate_and_seed, wait_usage_rows)
+                                   migrate_and_seed, usage_rows, wait_usage_rows)
 
 MODEL = "smollm2-135m-instruct"
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
@@ -365,3 +367,44 @@ async def test_a_failing_cache_is_logged_and_the_engine_answers(db, capsys):
     logged = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line.startswith("{")]
     (failure,) = [e for e in logged if e["logger"] == "tollgate.cache"]  # JSON logs on stderr
     assert failure["level"] == "ERROR" and "embedder lost its weights" in failure["exc"]
+
+
+def test_an_answer_cut_at_max_tokens_serves_equal_or_smaller_limits(server, db):
+    tenant_id, key = make_tenant(db[1])
+    first = chat(server, key, ask("Spell the letter a many times.", max_tokens=4))
+    assert first.json()["choices"][0]["finish_reason"] == "length"
+    wait_stored(server, tenant_id, 1)
+    smaller = chat(server, key, ask("Spell the letter a many times.", max_tokens=2))
+    assert smaller.headers["x-tollgate-cache"] == "hit"
+    body = smaller.json()
+    assert body["choices"][0]["message"]["content"] == "aa" and body["choices"][0]["finish_reason"] == "length"
+    assert body["usage"]["completion_tokens"] == 2
+    larger = chat(server, key, ask("Spell the letter a many times.", max_tokens=6))
+    assert larger.headers["x-tollgate-cache"] == "miss" and larger.json()["choices"][0]["message"]["content"] == "a" * 6
+
+
+def test_the_live_check_runs_in_the_background_and_is_billed_to_nobody(server, backend, db):
+    tenant_id, key = make_tenant(db[1])
+    chat(server, key, ask("What colour is the sky?"))
+    wait_stored(server, tenant_id, 1)
+    calls = len(backend.served)
+    check = server.server.config.app.state.services.cache.live_check
+    check.config = dataclasses.replace(check.config, fraction=1.0)  # every hit checked, this test only
+    try:
+        hit = chat(server, key, ask("What colour is the sky?"))
+    finally:
+        check.config = dataclasses.replace(check.config, fraction=0.0)
+    assert hit.headers["x-tollgate-cache"] == "hit"
+    series = f'tollgate_cache_audit_checks_total{{outcome="agreed",tenant="{tenant_id}"}} 1.0'
+    deadline = time.monotonic() + 15
+    while series not in (metrics := httpx.get(f"{server.url}/metrics", headers=METRICS).text):
+        assert time.monotonic() < deadline, "the live check never reported"
+        time.sleep(0.05)
+    assert f'tollgate_cache_estimated_wrong_hit_rate{{tenant="{tenant_id}"}} 0.25' in metrics
+    assert len(backend.served) == calls + 1  # the check reached the engine once, after the hit was answered
+    wait_usage_rows(db[1], tenant_id, 2)
+    time.sleep(0.3)
+    assert [r.cache_hit for r in usage_rows(db[1], tenant_id)] == [False, True]  # no row for the check
+    bill = httpx.get(f"{server.url}/admin/tenants/{tenant_id}/bill", headers=ADMIN).json()
+    assert bill["cache_accuracy"] == {"sampled": 1, "disagreed": 0, "estimated_wrong_hit_rate": 0.25,
+                                      "threshold_tightening": 0.0}

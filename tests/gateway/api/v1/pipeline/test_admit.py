@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 
 import httpx
 import numpy as np
@@ -74,9 +75,14 @@ def chat(server, key, content: str, **body) -> httpx.Response:
 
 def test_a_tenant_over_its_rate_limit_costs_no_tokenizing_and_no_cache_embedding(db):
     backend, embedder = CountingBackend(), CountingEmbedder()
-    _, key = make_tenant(db[1], rpm=1)
+    tenant_id, key = make_tenant(db[1], rpm=1)
     with serve(db, backend, embedder=embedder) as server:
         assert chat(server, key, "What is the capital of France?", temperature=0).status_code == 200
+        # The answer is stored in the background (its words embedded for the verifier too): let it land first.
+        cache, deadline = server.server.config.app.state.services.cache, time.monotonic() + 15
+        while cache.stats(tenant_id).entries < 1:
+            assert time.monotonic() < deadline, "the answer was never stored"
+            time.sleep(0.02)
         counted, embedded = len(backend.counted), embedder.calls
         assert counted == 1 and embedded >= 1
         for _ in range(5):

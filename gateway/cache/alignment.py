@@ -1,0 +1,199 @@
+"""Aligning two questions' content words: each word must find its equivalent on the other side.
+
+A word matches when the stems are equal, when both sit in one synonym group (lexicon.SYNONYM_GROUPS),
+when one is a typo of the other (a short edit distance, and at least one of them not a dictionary word:
+"mouse" and "moose" are both words, so neither is a typo), or when the embedder finds the two words
+near-synonyms (WordVectors). What is left unmatched is a substitution (a word on each side: "dog" for
+"cat", "time" for "space", "python" for "java") or an addition (one side only: "in reverse"). Either
+refuses the hit, except an addition the embedder finds close to a word of the other side ("capital
+city" for "capital"). A closed-class word (a time, a period) left unmatched always refuses.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.cache.lexicon import STOPWORDS, SYNONYM_GROUPS
+from gateway.cache.word_vectors import WordVectors
+from gateway.cache.words import Word, content_words, edit_distance, sides, stem, tokens
+
+# stem -> the stems of its synonyms ("differs" and "difference" meet through "differ").
+_SYNONYMS: dict[str, frozenset[str]] = {}
+for _group in SYNONYM_GROUPS:
+    _stems = frozenset(stem(w) for w in _group)
+    for _s in _stems:
+        _SYNONYMS[_s] = _SYNONYMS.get(_s, frozenset()) | _stems
+# A word with one of these in front is its opposite, never its typo ("hashable" / "unhashable").
+_NEGATING_PREFIXES = ("un", "non", "in", "im", "il", "ir", "dis", "a")
+
+
+@dataclass(slots=True, frozen=True)
+class AlignmentConfig:
+    # Chosen on the dev split (benchmarks/semantic_cache_eval.py): see README, "semantic cache".
+    substitution_similarity: float = 0.80  # a word for another: near-synonyms only
+    addition_similarity: float = 0.55  # a word on one side only: close to some word of the other
+    typo_min_length: int = 4  # shorter words are never typos of each other
+    # More unmatched words than this refuse at once, before any word is embedded: such pairs are
+    # never served on the dev split anyway, and embedding their words is the verifier's slow path.
+    max_unmatched: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("substitution_similarity", "addition_similarity"):
+            value = getattr(self, name)
+            if not -1.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be in [-1, 1], got {value}")
+        if self.typo_min_length < 1:
+            raise ValueError(f"typo_min_length must be >= 1, got {self.typo_min_length}")
+        if self.max_unmatched < 0:
+            raise ValueError(f"max_unmatched must be >= 0, got {self.max_unmatched}")
+
+
+class Aligner:
+    def __init__(self, vectors: WordVectors, config: AlignmentConfig | None = None) -> None:
+        self.vectors = vectors
+        self.config = config or AlignmentConfig()
+
+    def refusal(self, query: str, candidate: str) -> str | None:
+        """None when every content word of each question has its equivalent in the other; else why not."""
+        a, b = content_words(query), content_words(candidate)
+        left_a = [w for w in a if not any(self._same(w, x) for x in b) and not self._noise(w, a, b)]
+        left_b = [w for w in b if not any(self._same(w, x) for x in a) and not self._noise(w, b, a)]
+        for w in left_a + left_b:
+            if _opposite(w.surface, [x.surface for x in (b if w in left_a else a)]):
+                return "negation"
+        for w in left_a + left_b:
+            if w.closed_class:
+                return w.closed_class
+        if len(left_a) + len(left_b) > self.config.max_unmatched:
+            return f"substitution:{(left_a or left_b)[0].surface}" if left_a and left_b else \
+                f"addition:{(left_a or left_b)[0].surface}"
+        if left_a or left_b:
+            reason = self._by_vectors(a, b, left_a, left_b)
+            if reason:
+                return reason
+        if _reversed(query, candidate) or _swapped(query, candidate) or _roles_traded(query, candidate):
+            return "order"
+        return None
+
+    def closed_class_traded(self, query: str, candidate: str) -> bool:
+        """Each side has a time or period the other lacks ("paid weekly" / "paid twice a month")."""
+        a, b = content_words(query), content_words(candidate)
+        left_a = [w for w in a if w.closed_class and not any(self._same(w, x) for x in b)]
+        left_b = [w for w in b if w.closed_class and not any(self._same(w, x) for x in a)]
+        return bool(left_a and left_b)
+
+    def prepare(self, text: str) -> None:
+        """Embed the text's content words now (the table keeps them for later lookups)."""
+        self.vectors.vectors([w.surface for w in content_words(text)])
+
+    def _same(self, x: Word, y: Word) -> bool:
+        if x.stem == y.stem or x.surface == y.surface or y.stem in _SYNONYMS.get(x.stem, ()):
+            return True
+        return self._typo(x.surface, y.surface)
+
+    def _noise(self, w: Word, own: tuple[Word, ...], other: tuple[Word, ...]) -> bool:
+        """A misspelt function word ("waht"), or a compound one side writes whole and the other in two
+        neighbouring words ("greenhouse" / "green house")."""
+        if not self.vectors.known(w.surface) and len(w.surface) >= 4 and any(
+                edit_distance(w.surface, s, 1) <= 1 for s in _LONG_STOPWORDS if abs(len(s) - len(w.surface)) <= 1):
+            return True
+        joined_other = {x.surface + y.surface for x, y in zip(other, other[1:])}
+        joined_own = {x.surface + y.surface for x, y in zip(own, own[1:]) if w in (x, y)}
+        return w.surface in joined_other or bool(joined_own & {o.surface for o in other})
+
+    def _typo(self, x: str, y: str) -> bool:
+        shortest = min(len(x), len(y))
+        if shortest < self.config.typo_min_length or x.isdigit() or y.isdigit() or _opposite(x, [y]):
+            return False
+        if self.vectors.known(x) and self.vectors.known(y):
+            return False
+        return edit_distance(x, y, 2) <= (1 if shortest < 8 else 2)
+
+    def _by_vectors(self, a: tuple[Word, ...], b: tuple[Word, ...], left_a: list[Word],
+                    left_b: list[Word]) -> str | None:
+        # Substitutions compare the two sides' left-over words; an addition compares with the whole other side.
+        needed = left_a + left_b if left_a and left_b else left_a + left_b + list(b if left_a else a)
+        vectors = self.vectors.vectors([w.surface for w in needed])
+        cfg = self.config
+
+        def best(w: Word, others) -> tuple[float, Word | None]:
+            scored = [(float(vectors[w.surface] @ vectors[o.surface]), o) for o in others]
+            return max(scored, key=lambda s: s[0], default=(-1.0, None))
+
+        for w, others, rest in [(w, b, left_b) for w in left_a] + [(w, a, left_a) for w in left_b]:
+            score, _ = best(w, rest)
+            if rest and score < cfg.substitution_similarity:
+                return f"substitution:{w.surface}"  # the other side has its own unmatched word
+            if not rest and best(w, others)[0] < cfg.addition_similarity:
+                return f"addition:{w.surface}"
+        return None
+
+
+_LONG_STOPWORDS = frozenset(w for w in STOPWORDS if len(w) >= 4)
+
+
+def opposite_words(query: str, candidate: str) -> bool:
+    """A content word of one is a content word of the other with a negating prefix ("sorted" / "unsorted")."""
+    b = [w.surface for w in content_words(candidate)]
+    return any(_opposite(w.surface, b) for w in content_words(query))
+
+
+def _opposite(word: str, others: list[str]) -> bool:
+    """`word` is one of `others` with a negating prefix, or the other way round."""
+    for other in others:
+        longer, shorter = (word, other) if len(word) > len(other) else (other, word)
+        if any(longer == p + shorter for p in _NEGATING_PREFIXES) and len(shorter) >= 4:
+            return True
+    return False
+
+
+_NEGATIONS = frozenset({"not", "n't"})
+_ARTICLES = frozenset({"a", "an", "the"})
+
+
+def _swapped(query: str, candidate: str) -> bool:
+    """The same sentence with two spans traded: "Is every square a rectangle?" / "Is every rectangle a
+    square?". Only this minimal edit counts: a paraphrase that moves a clause or turns to the passive
+    ("The Mona Lisa was painted by whom?") changes the words around the spans too."""
+    # Negations leave the comparison ("isn't my refund" / "is my refund not" is the negation guard's
+    # business), and so may articles ("a prime" / "an odd number"; but "type A" / "type O" keeps its "a").
+    ta = [t for t in tokens(query) if t not in _NEGATIONS]
+    tb = [t for t in tokens(candidate) if t not in _NEGATIONS]
+    return _one_swap(ta, tb) or _one_swap([t for t in ta if t not in _ARTICLES], [t for t in tb if t not in _ARTICLES])
+
+
+def _one_swap(a: list[str], b: list[str]) -> bool:
+    if len(a) != len(b) or a == b:
+        return False
+    lo = next(i for i in range(len(a)) if a[i] != b[i])
+    hi = max(i for i in range(len(a)) if a[i] != b[i]) + 1
+    mid_a, mid_b = a[lo:hi], b[lo:hi]
+    for x in range(1, 4):
+        for y in range(1, 4):
+            if x + y <= len(mid_a) and mid_b == mid_a[len(mid_a) - y:] + mid_a[x:len(mid_a) - y] + mid_a[:x]:
+                return True
+    return False
+
+
+# Subject and object forms of each person: "Can my cat give me ringworm?" / "Can I give my cat ringworm?"
+_PERSONS = (("i", "me"), ("we", "us"), ("he", "him"), ("she", "her"), ("they", "them"))
+
+
+def _roles_traded(query: str, candidate: str) -> bool:
+    """A person who is the subject on one side and only the object on the other (and the other way round)."""
+    a, b = set(tokens(query)), set(tokens(candidate))
+    for subject, obj in _PERSONS:
+        in_a, in_b = (subject in a, obj in a), (subject in b, obj in b)
+        if in_a != in_b and in_a[0] != in_b[0] and in_a[1] != in_b[1]:
+            return True
+    return False
+
+
+def _reversed(query: str, candidate: str) -> bool:
+    """Two shared words on opposite sides of the same directional word: "X than Y" / "Y than X"."""
+    sides_a, sides_b = sides(query), sides(candidate)
+    for marker in sides_a.keys() & sides_b.keys():
+        pa, pb = sides_a[marker], sides_b[marker]
+        flipped = {w for w in pa.keys() & pb.keys() if pa[w] != pb[w]}
+        if any(pa[w] < 0 for w in flipped) and any(pa[w] > 0 for w in flipped):
+            return True
+    return False

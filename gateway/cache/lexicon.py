@@ -1,0 +1,140 @@
+"""The words the verifier knows: function words to skip, contractions, synonym groups, and the closed
+classes whose members are never interchangeable (times, periods, weekdays...).
+
+Plain data, written for Tollgate; words.py and alignment.py turn it into content words and matches.
+"""
+from __future__ import annotations
+
+# Contractions expanded before anything else ("what's" -> "what is", "can't" -> "can not").
+CONTRACTIONS = {
+    "can't": "can not", "cannot": "can not", "won't": "will not", "shan't": "shall not", "n't": " not",
+    "'s": "", "'re": "", "'ve": "", "'ll": "", "'d": "", "'m": "",
+}
+
+# Function words, question frames and politeness: what two phrasings of one question may differ in freely.
+STOPWORDS = frozenset("""
+a an the this that these those there here it its it's itself i me my mine myself we us our ours you your
+yours yourself he him his she her hers they them their theirs one ones someone anyone somebody anybody
+something anything
+what which who whom whose when where why how whats whats hows
+is are was were be been being am do does did doing done have has had having
+can could will would shall should may might must need needs ought
+of in on at by for with about as into onto from to up out off over under through via per
+and or but if then so than too very also just only even still yet already
+please kindly thanks thank hi hello hey dear
+tell say explain describe show give let know want wanted wondering wonder curious help like would
+question ask asking answer quick quickly briefly simply basically actually really exactly generally usually
+way ways thing things kind city between appear seem able used take
+sorry excuse bother whether possibly hoping guys yo calculate compute determine purpose recipe
+get got gets getting make makes made
+any some all each every much many lot lots more most
+s t re ve ll d m
+""".split())
+
+# Words whose members are distinct answers even when the embedder finds them close ("yesterday" and
+# "today" sit at cosine 0.86): an unmatched one always refuses the hit.
+CLOSED_CLASSES: dict[str, frozenset[str]] = {
+    "time": frozenset("""
+yesterday today tomorrow tonight now currently current morning afternoon evening night midnight noon
+daily weekly monthly yearly annually annual hourly quarterly biweekly nightly
+weekday weekend monday tuesday wednesday thursday friday saturday sunday
+january february march april may june july august september october november december
+spring summer autumn fall winter season seasonal
+past future recent recently previous next ago later earlier soon early late
+second minute hour day week month quarter year decade century millennium
+""".split()),
+}
+
+# Irregular forms, to their base ("built" meets "build").
+IRREGULAR = {
+    "built": "build", "undone": "undo", "done": "do", "made": "make", "bought": "buy", "ran": "run",
+    "wrote": "write", "written": "write", "taken": "take", "took": "take", "gave": "give", "given": "give",
+    "went": "go", "gone": "go", "chose": "choose", "chosen": "choose", "broke": "break", "broken": "break",
+    "ate": "eat", "eaten": "eat", "drove": "drive", "driven": "drive", "got": "get", "gotten": "get",
+    "paid": "pay", "sold": "sell", "sent": "send", "spent": "spend", "felt": "feel", "kept": "keep",
+    "slept": "sleep", "lost": "lose", "found": "find", "thought": "think", "brought": "bring",
+    "caught": "catch", "taught": "teach", "froze": "freeze", "frozen": "freeze", "grew": "grow", "grown": "grow",
+    "knew": "know", "known": "know", "began": "begin", "begun": "begin", "wore": "wear", "worn": "wear",
+}
+
+# Groups of words that ask the same thing; a word matches any member of its group. Kept small and safe:
+# only words that swap freely in questions to a chat model.
+SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in (
+    "work function operate",
+    "cause trigger",
+    "replace substitute swap",
+    "connect pair link",
+    "prevent stop",
+    "best ideal optimal",
+    "fastest quickest",
+    "central downtown",
+    "latest last newest recent",
+    "env environment",
+    "info information",
+    "config configuration",
+    "repo repository",
+    "db database",
+    "docs documentation",
+    "ratio proportion",
+    "enable activate",
+    "disable deactivate",
+    "travel get go",
+    "guy person",
+    "largest biggest",
+    "smallest tiniest",
+    "phone smartphone cellphone",
+    "tv television",
+    "bike bicycle",
+    "fridge refrigerator",
+    "medicine medication",
+    "illness disease",
+    "cure treat remedy",
+    "symptom sign",
+    "email e-mail",
+    "wifi wi-fi",
+    "learn study",
+    "improve enhance",
+    "permitted allowed",
+    "legal lawful",
+    "turn go become",
+    "write wrote develop invent author",
+    "fix repair resolve solve troubleshoot",
+    "change modify update edit alter switch",
+    "wise smart sensible advisable",
+    "remove delete erase",
+    "buy purchase",
+    "start begin",
+    "create build generate",
+    "find locate search",
+    "use utilize employ",
+    "big large huge",
+    "small little tiny",
+    "car automobile vehicle",
+    "error bug issue problem",
+    "setup configure",
+    "meaning definition mean define",
+    "difference differ distinguish diff",
+    "cost price",
+    "correct right proper",
+    "job occupation",
+    "method approach technique",
+    "picture image photo",
+    "movie film",
+    "doctor physician",
+    "kid child children",
+    "sick ill",
+    "happen occur",
+    "stop halt",
+    "show display",
+    "app application",
+    "function func",
+    "folder directory",
+    "pc computer",
+    "purpose point goal",
+    "tip advice suggestion recommendation",
+    "benefit advantage",
+    "drawback disadvantage downside",
+))
+
+# Directional words: "X than Y", "from X to Y", "X vs Y" name two things in an order that matters.
+DIRECTIONAL = frozenset({"than", "to", "into", "from", "vs", "versus", "before", "after", "over", "against"})

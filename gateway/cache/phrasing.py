@@ -1,0 +1,63 @@
+"""Phrasing that changes nothing in the answer, rewritten away before the pair is verified: courtesy
+frames ("would you be so kind as to", "if you don't mind"), chat shorthand ("u", "pls"), contractions
+typed without their apostrophe ("cant"), and phrasal verbs the alignment would otherwise see as two
+words ("turn on" -> "enable", "get rid of" -> "remove").
+
+"If you don't mind" must go before the negation guard counts its "don't"; "cant" must become "can't"
+before it counts at all.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+# Removed whole (case-insensitive, on word boundaries), longest first.
+COURTESY = (
+    "i would be grateful if you could", "i'd be grateful if you could", "i would be grateful if you would",
+    "would you be so kind as to", "could you be so kind as to", "would you mind", "if you don't mind",
+    "if you do not mind", "i was hoping you could", "i was wondering if you could", "i was wondering",
+    "i'd like to know", "i would like to know", "i want to know", "i need to know", "do you know",
+    "could you please explain", "could you please tell me", "can you please explain", "can you please tell me",
+    "can you tell me", "could you tell me", "can you explain", "could you explain", "could you kindly explain",
+    "could you kindly tell me", "would you please explain", "would you please tell me", "please advise on",
+    "please explain", "please tell me", "tell me", "walk me through", "give me the steps to",
+    "good morning", "good afternoon", "good evening", "hello", "hey", "hi there", "thanks in advance",
+    "thank you", "thanks", "lol", "ok so", "okay so", "anyway", "even", "exactly", "kindly", "please", "pls", "plz",
+    "is it able to", "be able to", "in simple terms", "in very simple terms", "in plain english",
+    "excuse me", "sorry to bother you", "quick one", "quick question", "hey there", "respected assistant",
+)
+# Whole-word rewrites.
+REWRITES = {
+    "u": "you", "ur": "your", "r": "are", "thx": "", "cant": "can't", "wont": "won't", "dont": "don't",
+    "doesnt": "doesn't", "isnt": "isn't", "arent": "aren't", "wasnt": "wasn't", "werent": "weren't",
+    "didnt": "didn't", "shouldnt": "shouldn't", "couldnt": "couldn't", "wouldnt": "wouldn't",
+    "havent": "haven't", "hasnt": "hasn't", "whats": "what's", "hows": "how's", "im": "i'm",
+    "turn on": "enable", "switch on": "enable", "turn off": "disable", "switch off": "disable",
+    "get rid of": "remove", "come up with": "create", "set up": "setup", "find out": "find",
+    "look up": "find", "figure out": "find", "most recent": "latest", "how come": "why",
+    "percent": "%", "per cent": "%", "unable to": "can't",
+    "on what date": "when", "what date": "when", "the date": "when", "at what time": "when",
+}
+
+
+# "keep X from turning brown" asks how to prevent it; "keep" alone ("keep my job") is no synonym of "stop".
+_KEEP_FROM = re.compile(r"(?<![\w'])keep((?: [\w'-]+){1,3}) from(?![\w'])", re.IGNORECASE)
+
+
+def _pattern(phrases) -> re.Pattern:
+    alternatives = sorted(phrases, key=len, reverse=True)
+    return re.compile(r"(?<![\w'])(" + "|".join(re.escape(p) for p in alternatives) + r")(?![\w'])", re.IGNORECASE)
+
+
+_COURTESY = _pattern(COURTESY)
+_REWRITES = _pattern(REWRITES)
+
+
+@lru_cache(maxsize=65_536)
+def plain(text: str) -> str:
+    """The question with courtesy removed and shorthand spelled out; case kept where the text is kept."""
+    text = text.replace("’", "'")
+    text = _COURTESY.sub(" ", text)
+    text = _REWRITES.sub(lambda m: REWRITES[m.group(1).casefold()], text)
+    text = _KEEP_FROM.sub(lambda m: f"prevent{m.group(1)} from", text)
+    return " ".join(text.split()).lstrip(" ,;:.!")

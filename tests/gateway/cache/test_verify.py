@@ -1,0 +1,94 @@
+"""The verifier after retrieval: each hard-negative class is refused, paraphrases pass. Cases written for
+these tests (not taken from the evaluation corpus)."""
+import pytest
+
+from gateway.cache.alignment import Aligner, AlignmentConfig
+from gateway.cache.phrasing import plain
+from gateway.cache.verify import Verifier
+from gateway.cache.word_vectors import WordVectors
+from gateway.cache.words import content_words, edit_distance, stem
+
+
+@pytest.fixture(scope="module")
+def verifier(embedder) -> Verifier:
+    def similarity(a: str, b: str) -> float:
+        x, y = embedder.embed([a, b])
+        return float(x @ y)
+    return Verifier(Aligner(WordVectors(embedder)), similarity=similarity)
+
+
+@pytest.mark.parametrize("kind,stored,asked", [
+    ("entity", "Is it safe for my hamster to eat carrots?", "Is it safe for my ferret to eat carrots?"),
+    ("entity", "How often should I feed a goldfish?", "How often should I feed a turtle?"),
+    ("attribute", "What is the boiling point of ethanol?", "What is the density of ethanol?"),
+    ("attribute", "What is the memory footprint of a linked list?", "What is the lookup cost of a linked list?"),
+    ("time", "Which trains run on Sunday mornings?", "Which trains run on Sunday evenings?"),
+    ("time", "What was the inflation rate last quarter?", "What was the inflation rate this decade?"),
+    ("number", "How many grams of sugar are in 3 cups of flour?", "How many grams of sugar are in 4 cups of flour?"),
+    ("unit", "How many liters are in a gallon?", "How many cups are in a gallon?"),
+    ("negation", "Which foods are gluten-free?", "Which foods are not gluten-free?"),
+    ("negation", "Is this array mutable?", "Is this array immutable?"),
+    ("comparative", "Which planet has the strongest gravity?", "Which planet has the weakest gravity?"),
+    ("role reversal", "Is every prime an odd number?", "Is every odd number a prime?"),
+    ("role reversal", "Does the tenant pay the landlord a deposit?", "Does the landlord pay the tenant a deposit?"),
+    ("scope", "How do I read a file line by line in rust?", "How do I read a file line by line in golang?"),
+    ("scope", "What vaccines does a puppy need?", "What vaccines does an adult dog need?"),
+    ("entity", "Where can I buy a book?", "Where can I buy a notebook?"),  # a word inside another is no compound
+    ("role reversal", "Does my landlord owe me money?", "Do I owe my landlord money?"),  # pronoun roles
+    ("role reversal", "Can a type B donor give to type AB?", "Can a type AB donor give to type B?"),
+])
+def test_hard_negatives_are_refused(verifier, kind, stored, asked):
+    assert verifier.refusal(asked, stored) is not None, kind
+
+
+@pytest.mark.parametrize("stored,asked", [
+    ("How do I delete a branch in git?", "How can I remove a git branch?"),  # synonyms, word order
+    ("What causes thunder?", "What triggers thunder?"),
+    ("Why doesn't my laptop charge?", "why doesnt my laptop charge"),  # contraction without apostrophe
+    ("Why isn't the printer working?", "Why is the printer not working?"),
+    ("How do I configure my router?", "How do I configure my ruoter?"),  # a typo
+    ("Could you please tell me how to boil an egg?", "how to boil an egg"),  # register
+    ("How do I turn on dark mode?", "How do I enable dark mode?"),  # phrasal verb
+    ("What is a greenhouse gas?", "What is a green house gas?"),  # compound
+    ("From Porto, how do I get to Braga?", "How do I get to Braga from Porto?"),  # a clause moved, roles kept
+    ("Why is the upload stuck at 42%?", "why is the upload stuck at 42 percent"),
+])
+def test_paraphrases_pass(verifier, stored, asked):
+    assert verifier.refusal(asked, stored) is None
+
+
+@pytest.mark.parametrize("stored,asked,ok", [
+    ("I'm cooking a lamb curry.", "I'm cooking a vegetable soup.", False),
+    ("Let's talk about Jupiter.", "Let's talk about Saturn.", False),
+    ("My dataset is sorted.", "My dataset is unsorted.", False),
+    ("I get paid monthly.", "I get paid every week.", False),  # a period traded
+    ("I have a Dell XPS 13 laptop.", "My laptop is an XPS 13 from Dell.", True),
+])
+def test_earlier_turns_must_set_the_same_scene(verifier, stored, asked, ok):
+    assert (verifier.context_refusal(asked, stored) is None) is ok
+
+
+def test_guards_alone_without_an_aligner():
+    bare = Verifier(None)
+    assert bare.refusal("Can dogs eat grapes?", "Can cats eat grapes?") is None  # the class the guards miss
+    assert bare.refusal("What is 2+3?", "What is 2+4?") == "numbers"
+
+
+def test_phrasing_drops_courtesy_and_spells_out_shorthand():
+    assert plain("If you don't mind, how do u reset it?") == "how do you reset it?"
+    assert plain("Hello! Could you please explain DNS?") == "DNS?"
+    assert plain("why cant i log in") == "why can't i log in"
+
+
+def test_content_words_and_stems():
+    assert [w.stem for w in content_words("What's the best way to reset passwords?")] == ["best", "reset", "password"]
+    assert stem("changing") == stem("change") and stem("boxes") == stem("box")
+    assert edit_distance("recieve", "receive", 2) == 1 and edit_distance("abc", "xyz", 1) == 2
+    assert content_words("What happened yesterday?")[-1].closed_class == "time"
+
+
+def test_alignment_config_is_validated():
+    with pytest.raises(ValueError):
+        AlignmentConfig(substitution_similarity=2.0)
+    with pytest.raises(ValueError):
+        AlignmentConfig(typo_min_length=0)

@@ -15,6 +15,12 @@
        expected = per_replica_hour / (benchmark tok/s * 3600) * 1e6
    and their ratio. A saturated replica should land within 10% (the acceptance target); a replica that idles
    between requests costs more per token, and the report's utilisation says by how much.
+
+`--split-cores` (in-process backend, 1 engine thread) gives the engine a core of its own, as a worker has its own
+hardware in production: both engine benchmarks and the gateway's engine loop thread run on CPU 1, everything
+else of the gateway (event loop, HTTP, ledger, recorder) and the load clients on CPU 0. Without it, on a 2-core
+machine the gateway and its clients take CPU time from the engine, and the report's cost per token is that of a
+worker sharing its CPU with the gateway in front of it.
 """
 from __future__ import annotations
 
@@ -71,6 +77,22 @@ def engine_benchmark(engine: dict, seed: int) -> float:
     return tps
 
 
+def pin_process(cpus: set[int]) -> None:
+    """Every thread of this process onto `cpus` (threads started later inherit their creator's set)."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except (ProcessLookupError, PermissionError):
+            pass  # a thread that ended meanwhile
+
+
+def pin_thread(name: str, cpus: set[int]) -> None:
+    thread = next((t for t in threading.enumerate() if t.name == name), None)
+    if thread is None or thread.native_id is None:
+        raise RuntimeError(f"no thread named {name!r} to pin")
+    os.sched_setaffinity(thread.native_id, cpus)
+
+
 def next_minute(when: datetime) -> datetime:
     return when.replace(second=0, microsecond=0) + timedelta(minutes=1)
 
@@ -120,7 +142,14 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2, help="engine threads (the catalogue's fp32 uses 2)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--backend", choices=["inprocess", "ray"], default="inprocess")
+    ap.add_argument("--split-cores", action="store_true",
+                    help="engine on CPU 1, the rest on CPU 0 (in-process backend, --threads 1)")
     args = ap.parse_args()
+    if args.split_cores and (args.backend != "inprocess" or args.threads != 1 or (os.cpu_count() or 1) < 2):
+        ap.error("--split-cores needs --backend inprocess, --threads 1 and at least 2 CPUs")
+    engine_cpus, gateway_cpus = {1}, {0}
+    if args.split_cores:
+        pin_process(engine_cpus)
     catalogue = load_catalogue(Settings().catalogue)
     _, model, spec = catalogue.version(VERSION)
     engine = {"model": model.weights, **spec.engine, "num_threads": args.threads}
@@ -146,7 +175,12 @@ def main() -> None:
                                   env={"OMP_NUM_THREADS": str(args.threads)})
     else:
         backend = InProcessBackend(catalogue, {"num_threads": args.threads}, versions=[VERSION])
+    if args.split_cores:
+        pin_process(gateway_cpus)  # the server thread and the clients inherit it
     with Server(create_app(settings, backend=backend)) as url:
+        if args.split_cores:
+            pin_thread("tollgate-engine", engine_cpus)  # started by the app's start-up, which has run
+            print("cores: engine loop thread on CPU 1; gateway, clients and the rest on CPU 0", flush=True)
         start = next_minute(datetime.now(UTC) + timedelta(seconds=20))  # the batch fills before it
         end = start + timedelta(minutes=args.minutes)
         print(f"load: {args.clients} clients until {end:%H:%M:%S} UTC; the report covers {start:%H:%M}-{end:%H:%M}",
@@ -156,6 +190,8 @@ def main() -> None:
     with database.session() as s:
         report = economics_report(s, period=Period(start, end), month=None, options=ReportOptions())
     database.dispose()
+    if args.split_cores:
+        pin_process(engine_cpus)
     after = engine_benchmark(engine, args.seed)
     tps = (before + after) / 2
     print(f"engine benchmark again: {after:.1f} output tok/s; mean {tps:.1f}")

@@ -14,7 +14,8 @@ pytestmark = pytest.mark.model
 def test_requests_carry_engine_ms_into_the_ledger_and_the_report(real_gateway):
     server, settings = real_gateway
     url = settings.resolved_database_url
-    tenant_id, key = make_tenant(url)
+    # Cache off: both requests must reach the engine (a max_tokens-cut answer is cacheable now).
+    tenant_id, key = make_tenant(url, cache_enabled=False)
     h = {"Authorization": f"Bearer {key}"}
     body = {"model": "smollm2-135m-instruct", "messages": [{"role": "user", "content": "Count to five."}],
             "max_tokens": 8, "temperature": 0}

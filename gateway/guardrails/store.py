@@ -32,21 +32,43 @@ class GuardrailStore:
     def __init__(self, database: Database, config: StoreConfig | None = None) -> None:
         self._database, self.config = database, config or StoreConfig()
         self._cached: dict[str, tuple[float, tuple[Rule, ...]]] = {}
+        # One read in flight per tenant, shared by every request that finds the copy missing or expired: a burst
+        # of a tenant's requests costs one query, not one each (which would queue in the thread pool the ledger
+        # and the rest of the gateway share, and slow every request of the burst).
+        self._reading: dict[str, asyncio.Future] = {}
+        self._generation: dict[str, int] = {}  # bumped by invalidate: a read begun before it caches nothing
 
     async def rules_for(self, tenant_id: str) -> tuple[Rule, ...]:
         """The tenant's rules; a database error propagates (the request fails: guardrails fail closed)."""
-        now = time.monotonic()
         hit = self._cached.get(tenant_id)
-        if hit is not None and hit[0] > now:
+        if hit is not None and hit[0] > time.monotonic():
             return hit[1]
+        reading = self._reading.get(tenant_id)
+        if reading is None:
+            reading = asyncio.ensure_future(self._load(tenant_id))
+            self._reading[tenant_id] = reading
+            reading.add_done_callback(lambda done: self._forget(tenant_id, done))
+        return await asyncio.shield(reading)  # one waiter cancelled (its client left) leaves the read to the rest
+
+    async def _load(self, tenant_id: str) -> tuple[Rule, ...]:
+        generation = self._generation.get(tenant_id, 0)
         rules = tuple(parse_rules(await asyncio.to_thread(self._read, tenant_id)))
-        if len(self._cached) >= self.config.max_tenants:
-            self._cached.clear()
-        self._cached[tenant_id] = (now + self.config.ttl_s, rules)
+        if self._generation.get(tenant_id, 0) == generation:  # not replaced while it was read
+            if len(self._cached) >= self.config.max_tenants:
+                self._cached.clear()
+            self._cached[tenant_id] = (time.monotonic() + self.config.ttl_s, rules)
         return rules
 
+    def _forget(self, tenant_id: str, done: asyncio.Future) -> None:
+        if self._reading.get(tenant_id) is done:
+            del self._reading[tenant_id]
+        if not done.cancelled():
+            done.exception()  # retrieved: a failed read is the waiters' error, not an unhandled one
+
     def invalidate(self, tenant_id: str) -> None:
+        self._generation[tenant_id] = self._generation.get(tenant_id, 0) + 1
         self._cached.pop(tenant_id, None)
+        self._reading.pop(tenant_id, None)  # the next request reads afresh, after the change
 
     def _read(self, tenant_id: str) -> list[dict]:
         with self._database.session() as session:

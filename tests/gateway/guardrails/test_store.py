@@ -40,3 +40,28 @@ async def test_rules_are_cached_for_the_ttl_and_invalidate_drops_them(db):
 def test_config_is_checked():
     with pytest.raises(ValueError):
         StoreConfig(ttl_s=-1)
+
+
+async def test_a_burst_of_requests_shares_one_read_and_an_invalidate_is_not_undone_by_it(db, monkeypatch):
+    import asyncio
+
+    with db.session() as session:
+        tenant_id = create_tenant(session, name="t").id
+    store, reads = GuardrailStore(db, StoreConfig(ttl_s=60)), []
+    read = store._read
+
+    def counted(tid):
+        reads.append(tid)
+        return read(tid)
+
+    monkeypatch.setattr(store, "_read", counted)
+    assert all(r == () for r in await asyncio.gather(*(store.rules_for(tenant_id) for _ in range(50))))
+    assert len(reads) == 1
+
+    store._cached.clear()
+    stale = asyncio.ensure_future(store.rules_for(tenant_id))  # a read begun before the change...
+    await asyncio.sleep(0)
+    save(db, tenant_id, [RULE])
+    store.invalidate(tenant_id)  # ...is not cached over it: the next request reads the new rules
+    await stale
+    assert [r.name for r in await store.rules_for(tenant_id)] == ["r"]

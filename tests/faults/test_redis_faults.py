@@ -165,8 +165,12 @@ def test_a_hung_redis_costs_one_timeout_then_fails_fast(gateway, redis, db_url, 
             assert slowest < WITHIN_S, f"a request took {slowest:.2f}s on a hung Redis"
             after = [gw.chat(key) for _ in range(10)]
             assert all(r.status_code == status for r, _ in after)
-            after_slowest = max(e for _, e in after)
-            assert after_slowest < TIMEOUT_S  # the breaker is open: nobody waits
+            # The breaker is open: nobody waits, but for the one half-open probe each cooldown lets through
+            # (on a hung Redis that probe waits the timeout; ten requests on a slow machine can span one).
+            times = [e for _, e in after]
+            assert len([e for e in times if e >= TIMEOUT_S]) <= 1 + int(sum(times) / COOLDOWN_S), times
+            after_slowest = max(times)
+            assert after_slowest < WITHIN_S
             print(f"\nhung, {mode}: burst slowest {slowest * 1000:.0f} ms; then slowest {after_slowest * 1000:.0f} ms")
         finally:
             redis.resume()

@@ -99,50 +99,64 @@ TILE(4)
 TILE(5)
 TILE(6)
 
-/* One or two rows of x against one panel, dequantizing in registers (no expanded buffer): a decode step at
- * batch 1 or 2 reads each weight once, so the buffer's store and reload would cost as much as the product.
- * Each weight is formed exactly as expand_panel forms it (d * q + m, one rounding); the sum over k runs in S
- * interleaved partial sums (S * 2 * R accumulator chains keep both FMA pipes busy), added pairwise at the
- * end. Same float32 products, a different order of the additions than the tiled path. */
-#define GEMV(R, S)                                                                                        \
-    static void gemv##R(const float *x, int64_t K, const uint8_t *qp, const float *dmp, int bits,          \
-                        float *out, int64_t N, const float *res) {                                        \
-        const int64_t row_bytes = bits == 4 ? 8 : 16;                                                     \
-        v8 a0[S][R], a1[S][R];                                                                            \
-        for (int s = 0; s < S; s++)                                                                       \
-            for (int r = 0; r < R; r++) a0[s][r] = a1[s][r] = (v8){0};                                    \
-        for (int64_t g = 0; g < K / GROUP; g++) {                                                         \
-            const float *dm = dmp + g * 2 * PANEL;                                                        \
-            const v8 d0 = ld(dm), d1 = ld(dm + 8), m0 = ld(dm + 16), m1 = ld(dm + 24);                    \
+/* One or two rows of x against one panel, straight from the packed weights (no expanded buffer): a decode
+ * step at batch 1 or 2 reads each weight once, so the buffer's store and reload would cost as much as the
+ * product. Per 32-column group, sum_k x[k] * (d * q[k] + m) = d * sum_k x[k] * q[k] + m * sum_k x[k]: the inner
+ * loop multiplies by the integer q (exact in float32) and the group's scale and minimum are applied once,
+ * with xsum[r, g] = sum of row r's x over group g computed once per call. The k loop runs S interleaved
+ * partial sums (S * 2 * R chains keep both FMA pipes busy), added pairwise at the group's end. All float32;
+ * the additions are ordered differently from the tiled path's, within float32 rounding of it. */
+#define GEMV(R, S, B)                                                                                     \
+    static void gemv##R##_##B(const float *x, int64_t K, const uint8_t *qp, const float *dmp,             \
+                              const float *xsum, float *out, int64_t N, const float *res) {               \
+        const int bits = B; /* a constant: the 4/8-bit choice leaves the inner loop */                    \
+        const int64_t row_bytes = bits == 4 ? 8 : 16, groups = K / GROUP;                                 \
+        v8 a0[R], a1[R];                                                                                  \
+        for (int r = 0; r < R; r++) a0[r] = a1[r] = (v8){0};                                              \
+        for (int64_t g = 0; g < groups; g++) {                                                            \
+            v8 c0[S][R], c1[S][R];                                                                        \
+            for (int s = 0; s < S; s++)                                                                   \
+                for (int r = 0; r < R; r++) c0[s][r] = c1[s][r] = (v8){0};                                \
             for (int64_t k = g * GROUP; k < (g + 1) * GROUP; k += S) {                                    \
                 for (int s = 0; s < S; s++) {                                                             \
                     v8 lo, hi;                                                                            \
                     expand_row(qp + (k + s) * row_bytes, bits, &lo, &hi);                                 \
-                    const v8 w0 = d0 * lo + m0, w1 = d1 * hi + m1;                                        \
                     for (int r = 0; r < R; r++) {                                                         \
                         const float xr = x[r * K + k + s];                                                \
-                        a0[s][r] += xr * w0;                                                              \
-                        a1[s][r] += xr * w1;                                                              \
+                        c0[s][r] += xr * lo;                                                              \
+                        c1[s][r] += xr * hi;                                                              \
                     }                                                                                     \
                 }                                                                                         \
             }                                                                                             \
+            const float *dm = dmp + g * 2 * PANEL;                                                        \
+            const v8 d0 = ld(dm), d1 = ld(dm + 8), m0 = ld(dm + 16), m1 = ld(dm + 24);                    \
+            for (int r = 0; r < R; r++) {                                                                 \
+                for (int w = S / 2; w >= 1; w /= 2)                                                       \
+                    for (int s = 0; s < w; s++) {                                                         \
+                        c0[s][r] += c0[s + w][r];                                                         \
+                        c1[s][r] += c1[s + w][r];                                                         \
+                    }                                                                                     \
+                const float sx = xsum[r * groups + g];                                                    \
+                a0[r] += d0 * c0[0][r] + m0 * sx;                                                         \
+                a1[r] += d1 * c1[0][r] + m1 * sx;                                                         \
+            }                                                                                             \
         }                                                                                                 \
         for (int r = 0; r < R; r++) {                                                                     \
-            for (int w = S / 2; w >= 1; w /= 2)                                                           \
-                for (int s = 0; s < w; s++) {                                                             \
-                    a0[s][r] += a0[s + w][r];                                                             \
-                    a1[s][r] += a1[s + w][r];                                                             \
-                }                                                                                         \
             if (res) {                                                                                    \
-                a0[0][r] += ld(res + r * N);                                                              \
-                a1[0][r] += ld(res + r * N + 8);                                                          \
+                a0[r] += ld(res + r * N);                                                                 \
+                a1[r] += ld(res + r * N + 8);                                                             \
             }                                                                                             \
-            st(out + r * N, a0[0][r]);                                                                    \
-            st(out + r * N + 8, a1[0][r]);                                                                \
+            st(out + r * N, a0[r]);                                                                       \
+            st(out + r * N + 8, a1[r]);                                                                   \
         }                                                                                                 \
     }
-GEMV(1, 4)
-GEMV(2, 2)
+GEMV(1, 4, 4)
+GEMV(1, 4, 8)
+GEMV(2, 2, 4)
+GEMV(2, 2, 8)
+
+typedef void (*gemv_fn)(const float *, int64_t, const uint8_t *, const float *, const float *, float *, int64_t,
+                        const float *);
 
 /* x [M, K] dense; q and dm packed as above for W [N, K]; out [M, N] dense; res NULL or [M, N] dense.
  * N is a multiple of 16 and K of 32 (the packer guarantees it). */
@@ -151,14 +165,17 @@ void tg_block_quant_linear(const float *x, int64_t M, int64_t K, const uint8_t *
     const int64_t panels = N / PANEL, panel_bytes = K * (bits == 4 ? 8 : 16), panel_dm = (K / GROUP) * 2 * PANEL;
     if (M < 1) return;  /* a step whose rows need no logits calls the head with none */
     if (M <= 2) {
-#pragma omp parallel for schedule(static)
-        for (int64_t p = 0; p < panels; p++) {
-            const float *rr = res ? res + p * PANEL : NULL;
-            if (M == 1)
-                gemv1(x, K, q + p * panel_bytes, dm + p * panel_dm, (int)bits, out + p * PANEL, N, rr);
-            else
-                gemv2(x, K, q + p * panel_bytes, dm + p * panel_dm, (int)bits, out + p * PANEL, N, rr);
+        float *xsum = (float *)malloc(sizeof(float) * M * (K / GROUP));
+        for (int64_t i = 0; i < M * (K / GROUP); i++) {
+            float sum = 0.0f;
+            for (int64_t k = 0; k < GROUP; k++) sum += x[i * GROUP + k];
+            xsum[i] = sum;
         }
+        const gemv_fn fn = M == 1 ? (bits == 4 ? gemv1_4 : gemv1_8) : (bits == 4 ? gemv2_4 : gemv2_8);
+#pragma omp parallel for schedule(static)
+        for (int64_t p = 0; p < panels; p++)
+            fn(x, K, q + p * panel_bytes, dm + p * panel_dm, xsum, out + p * PANEL, N, res ? res + p * PANEL : NULL);
+        free(xsum);
         return;
     }
 #pragma omp parallel

@@ -10,6 +10,8 @@
  * it, in tiles of 6 rows x 16 outputs held in registers, so the expansion is paid once per panel whatever
  * the batch. The expanded values are exact: d comes from float16 (11 significant bits) and |q| < 256, so d * q
  * is exact in float32 and d * q + m rounds once, as the reference dequantization does. Arithmetic is float32.
+ * One or two rows (a decode step at batch 1 or 2) skip the buffer and read the packed weights directly
+ * (gemv below): with so few rows, storing and reloading the expansion costs as much as the product.
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -10,8 +10,9 @@
  * it, in tiles of 6 rows x 16 outputs held in registers, so the expansion is paid once per panel whatever
  * the batch. The expanded values are exact: d comes from float16 (11 significant bits) and |q| < 256, so d * q
  * is exact in float32 and d * q + m rounds once, as the reference dequantization does. Arithmetic is float32.
- * One or two rows (a decode step at batch 1 or 2) skip the buffer and read the packed weights directly
- * (gemv below): with so few rows, storing and reloading the expansion costs as much as the product.
+ * Up to six rows (a decode step at a small batch, a sequence verifying its drafts) skip the buffer and read
+ * the packed weights directly (gemv below): with so few rows, storing and reloading the expansion costs as
+ * much as the product.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -101,64 +102,79 @@ TILE(4)
 TILE(5)
 TILE(6)
 
-/* One or two rows of x against one panel, straight from the packed weights (no expanded buffer): a decode
- * step at batch 1 or 2 reads each weight once, so the buffer's store and reload would cost as much as the
- * product. Per 32-column group, sum_k x[k] * (d * q[k] + m) = d * sum_k x[k] * q[k] + m * sum_k x[k]: the inner
- * loop multiplies by the integer q (exact in float32) and the group's scale and minimum are applied once,
- * with xsum[r, g] = sum of row r's x over group g computed once per call. The k loop runs S interleaved
- * partial sums (S * 2 * R chains keep both FMA pipes busy), added pairwise at the group's end. All float32;
- * the additions are ordered differently from the tiled path's, within float32 rounding of it. */
-#define GEMV(R, S, B)                                                                                     \
-    static void gemv##R##_##B(const float *x, int64_t K, const uint8_t *qp, const float *dmp,             \
-                              const float *xsum, float *out, int64_t N, const float *res) {               \
+/* Up to SMALL_M rows of x against P adjacent panels, straight from the packed weights (no expanded buffer): a
+ * decode step at a small batch, or one sequence verifying its drafts, reads each weight for a few rows only, so
+ * the buffer's store and reload would cost as much as the product. Per 32-column group,
+ * sum_k x[k] (d q[k] + m) = d sum_k x[k] q[k] + m sum_k x[k]: the inner loop multiplies by the integer q (exact
+ * in float32) and the group's d and m are applied once, with xsum[r, g] = row r's sum of x over group g taken
+ * once per call. Every output sums its k in order within a group and its groups in order into out, then adds
+ * the residual: the same additions whatever R and P, so a row's result does not depend on how many rows share
+ * the call (a sequence verifying drafts computes each token exactly as a one-token step would). P panels at
+ * once give one and two rows enough independent FMA chains (2 * R * P) to fill both pipes. */
+#define GEMV(R, P, B)                                                                                     \
+    static void gemv##R##x##P##_##B(const float *x, int64_t K, const uint8_t *qp, int64_t panel_bytes,         \
+                              const float *dmp, int64_t panel_dm, const float *xsum, float *out, int64_t N,\
+                              const float *res) {                                                         \
         const int bits = B; /* a constant: the 4/8-bit choice leaves the inner loop */                    \
         const int64_t row_bytes = bits == 4 ? 8 : 16, groups = K / GROUP;                                 \
-        v8 a0[R], a1[R];                                                                                  \
-        for (int r = 0; r < R; r++) a0[r] = a1[r] = (v8){0};                                              \
+        for (int r = 0; r < R; r++)                                                                       \
+            memset(out + r * N, 0, sizeof(float) * PANEL * P);                                            \
         for (int64_t g = 0; g < groups; g++) {                                                            \
-            v8 c0[S][R], c1[S][R];                                                                        \
-            for (int s = 0; s < S; s++)                                                                   \
-                for (int r = 0; r < R; r++) c0[s][r] = c1[s][r] = (v8){0};                                \
-            for (int64_t k = g * GROUP; k < (g + 1) * GROUP; k += S) {                                    \
-                for (int s = 0; s < S; s++) {                                                             \
+            v8 c0[P][R], c1[P][R];                                                                        \
+            for (int p = 0; p < P; p++)                                                                   \
+                for (int r = 0; r < R; r++) c0[p][r] = c1[p][r] = (v8){0};                                \
+            for (int64_t k = g * GROUP; k < (g + 1) * GROUP; k++) {                                       \
+                for (int p = 0; p < P; p++) {                                                             \
                     v8 lo, hi;                                                                            \
-                    expand_row(qp + (k + s) * row_bytes, bits, &lo, &hi);                                 \
+                    expand_row(qp + p * panel_bytes + k * row_bytes, bits, &lo, &hi);                     \
                     for (int r = 0; r < R; r++) {                                                         \
-                        const float xr = x[r * K + k + s];                                                \
-                        c0[s][r] += xr * lo;                                                              \
-                        c1[s][r] += xr * hi;                                                              \
+                        const float xr = x[r * K + k];                                                    \
+                        c0[p][r] += xr * lo;                                                              \
+                        c1[p][r] += xr * hi;                                                              \
                     }                                                                                     \
                 }                                                                                         \
             }                                                                                             \
-            const float *dm = dmp + g * 2 * PANEL;                                                        \
-            const v8 d0 = ld(dm), d1 = ld(dm + 8), m0 = ld(dm + 16), m1 = ld(dm + 24);                    \
-            for (int r = 0; r < R; r++) {                                                                 \
-                for (int w = S / 2; w >= 1; w /= 2)                                                       \
-                    for (int s = 0; s < w; s++) {                                                         \
-                        c0[s][r] += c0[s + w][r];                                                         \
-                        c1[s][r] += c1[s + w][r];                                                         \
-                    }                                                                                     \
-                const float sx = xsum[r * groups + g];                                                    \
-                a0[r] += d0 * c0[0][r] + m0 * sx;                                                         \
-                a1[r] += d1 * c1[0][r] + m1 * sx;                                                         \
+            for (int p = 0; p < P; p++) {                                                                 \
+                const float *dm = dmp + p * panel_dm + g * 2 * PANEL;                                     \
+                const v8 d0 = ld(dm), d1 = ld(dm + 8), m0 = ld(dm + 16), m1 = ld(dm + 24);                \
+                for (int r = 0; r < R; r++) {                                                             \
+                    const float sx = xsum[r * groups + g];                                                \
+                    float *o = out + r * N + p * PANEL;                                                   \
+                    st(o, ld(o) + (d0 * c0[p][r] + m0 * sx));                                             \
+                    st(o + 8, ld(o + 8) + (d1 * c1[p][r] + m1 * sx));                                     \
+                }                                                                                         \
             }                                                                                             \
         }                                                                                                 \
-        for (int r = 0; r < R; r++) {                                                                     \
-            if (res) {                                                                                    \
-                a0[r] += ld(res + r * N);                                                                 \
-                a1[r] += ld(res + r * N + 8);                                                             \
-            }                                                                                             \
-            st(out + r * N, a0[r]);                                                                       \
-            st(out + r * N + 8, a1[r]);                                                                   \
-        }                                                                                                 \
+        if (res)                                                                                          \
+            for (int r = 0; r < R; r++)                                                                   \
+                for (int p = 0; p < P; p++) {                                                             \
+                    float *o = out + r * N + p * PANEL;                                                   \
+                    const float *rr = res + r * N + p * PANEL;                                            \
+                    st(o, ld(o) + ld(rr));                                                                \
+                    st(o + 8, ld(o + 8) + ld(rr + 8));                                                    \
+                }                                                                                         \
     }
-GEMV(1, 4, 4)
-GEMV(1, 4, 8)
-GEMV(2, 2, 4)
-GEMV(2, 2, 8)
+#define GEMV_BITS(R, P) GEMV(R, P, 4) GEMV(R, P, 8)
+GEMV_BITS(1, 4)
+GEMV_BITS(1, 1)
+GEMV_BITS(2, 2)
+GEMV_BITS(2, 1)
+GEMV_BITS(3, 1)
+GEMV_BITS(4, 1)
+GEMV_BITS(5, 1)
+GEMV_BITS(6, 1)
+#define SMALL_M 6
 
-typedef void (*gemv_fn)(const float *, int64_t, const uint8_t *, const float *, const float *, float *, int64_t,
-                        const float *);
+typedef void (*gemv_fn)(const float *, int64_t, const uint8_t *, int64_t, const float *, int64_t, const float *,
+                        float *, int64_t, const float *);
+/* By rows: the kernel taking GEMV_PANELS[M] panels a call, and its one-panel twin for a remainder. */
+static const int GEMV_PANELS[SMALL_M + 1] = {0, 4, 2, 1, 1, 1, 1};
+static const gemv_fn GEMV_WIDE[2][SMALL_M + 1] = {
+    {NULL, gemv1x4_4, gemv2x2_4, gemv3x1_4, gemv4x1_4, gemv5x1_4, gemv6x1_4},
+    {NULL, gemv1x4_8, gemv2x2_8, gemv3x1_8, gemv4x1_8, gemv5x1_8, gemv6x1_8}};
+static const gemv_fn GEMV_ONE[2][SMALL_M + 1] = {
+    {NULL, gemv1x1_4, gemv2x1_4, gemv3x1_4, gemv4x1_4, gemv5x1_4, gemv6x1_4},
+    {NULL, gemv1x1_8, gemv2x1_8, gemv3x1_8, gemv4x1_8, gemv5x1_8, gemv6x1_8}};
 
 /* x [M, K] dense; q and dm packed as above for W [N, K]; out [M, N] dense; res NULL or [M, N] dense.
  * N is a multiple of 16 and K of 32 (the packer guarantees it). */
@@ -166,17 +182,28 @@ void tg_block_quant_linear(const float *x, int64_t M, int64_t K, const uint8_t *
                            int64_t bits, float *out, const float *res) {
     const int64_t panels = N / PANEL, panel_bytes = K * (bits == 4 ? 8 : 16), panel_dm = (K / GROUP) * 2 * PANEL;
     if (M < 1) return;  /* a step whose rows need no logits calls the head with none */
-    if (M <= 2) {
+    if (M <= SMALL_M) {
         float *xsum = (float *)malloc(sizeof(float) * M * (K / GROUP));
         for (int64_t i = 0; i < M * (K / GROUP); i++) {
             float sum = 0.0f;
             for (int64_t k = 0; k < GROUP; k++) sum += x[i * GROUP + k];
             xsum[i] = sum;
         }
-        const gemv_fn fn = M == 1 ? (bits == 4 ? gemv1_4 : gemv1_8) : (bits == 4 ? gemv2_4 : gemv2_8);
+        const int b8 = bits == 8;
+        const gemv_fn wide = GEMV_WIDE[b8][M], one = GEMV_ONE[b8][M];
+        const int64_t step = GEMV_PANELS[M], chunks = (panels + step - 1) / step;
 #pragma omp parallel for schedule(static)
-        for (int64_t p = 0; p < panels; p++)
-            fn(x, K, q + p * panel_bytes, dm + p * panel_dm, xsum, out + p * PANEL, N, res ? res + p * PANEL : NULL);
+        for (int64_t c = 0; c < chunks; c++) {
+            const int64_t p0 = c * step;
+            if (p0 + step <= panels) {
+                wide(x, K, q + p0 * panel_bytes, panel_bytes, dm + p0 * panel_dm, panel_dm, xsum,
+                     out + p0 * PANEL, N, res ? res + p0 * PANEL : NULL);
+                continue;
+            }
+            for (int64_t p = p0; p < panels; p++)  /* the last panels, fewer than a wide call takes */
+                one(x, K, q + p * panel_bytes, panel_bytes, dm + p * panel_dm, panel_dm, xsum, out + p * PANEL,
+                    N, res ? res + p * PANEL : NULL);
+        }
         free(xsum);
         return;
     }

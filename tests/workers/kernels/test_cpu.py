@@ -166,3 +166,18 @@ def test_block_quant_linear_refuses_mismatched_inputs():
         kernels.block_quant_linear(torch.randn(2, 64), packed.q, packed.dm, 8)
     with pytest.raises(ValueError, match="residual"):
         kernels.block_quant_linear(torch.randn(2, 64), packed.q, packed.dm, 4, torch.randn(2, 8))
+
+
+@pytest.mark.parametrize("qtype", ["Q4_1", "Q8_0"])
+def test_block_quant_linear_rows_do_not_depend_on_the_batch_up_to_six(qtype):
+    """A sequence verifying drafts (1 + k rows) gets exactly what one-token steps would: rows 1-6 take the
+    same additions whatever their number, and a panel count not divisible by the wide kernels' is covered."""
+    from gguf import GGMLQuantizationType
+
+    packed, _ = _packed(GGMLQuantizationType[qtype], 16 * 7, 96, 3)
+    x, residual = torch.randn(6, 96), torch.randn(6, 16 * 7)
+    alone = torch.cat([kernels.block_quant_linear(x[i:i + 1], packed.q, packed.dm, packed.bits, residual[i:i + 1])
+                       for i in range(6)])
+    for m in range(2, 7):
+        got = kernels.block_quant_linear(x[:m], packed.q, packed.dm, packed.bits, residual[:m])
+        assert torch.equal(got, alone[:m])

@@ -36,7 +36,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from engine_throughput import build_requests  # noqa: E402
+from engine_throughput import bench_engine as engine_batch, build_requests  # noqa: E402
 from workers import LLM, SamplingParams  # noqa: E402
 from workers.model.registry import CATALOGUE  # noqa: E402
 
@@ -86,16 +86,6 @@ class Runner:
         self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
         self.proc.stdin.close()
         self.proc.wait(timeout=60)
-
-
-def engine_batch(llm: LLM, requests) -> float:
-    params = [SamplingParams(max_tokens=n, temperature=0, ignore_eos=True) for _, n in requests]
-    start = time.perf_counter()
-    outs = llm.generate([p for p, _ in requests], params)
-    seconds = time.perf_counter() - start
-    tokens = sum(len(o.outputs[0].token_ids) for o in outs)
-    assert tokens == sum(n for _, n in requests)
-    return tokens / seconds
 
 
 def engine_single(llm: LLM, requests) -> dict:

@@ -176,6 +176,34 @@ static const gemv_fn GEMV_ONE[2][SMALL_M + 1] = {
     {NULL, gemv1x1_4, gemv2x1_4, gemv3x1_4, gemv4x1_4, gemv5x1_4, gemv6x1_4},
     {NULL, gemv1x1_8, gemv2x1_8, gemv3x1_8, gemv4x1_8, gemv5x1_8, gemv6x1_8}};
 
+/* M in [1, SMALL_M]: the gemv kernels over every panel, the threads splitting the panels. */
+static void small_rows_linear(const float *x, int64_t M, int64_t K, const uint8_t *q, const float *dm, int64_t N,
+                              int64_t bits, float *out, const float *res) {
+    const int64_t panels = N / PANEL, panel_bytes = K * (bits == 4 ? 8 : 16), panel_dm = (K / GROUP) * 2 * PANEL;
+    float *xsum = (float *)malloc(sizeof(float) * M * (K / GROUP));
+    for (int64_t i = 0; i < M * (K / GROUP); i++) {
+        float sum = 0.0f;
+        for (int64_t k = 0; k < GROUP; k++) sum += x[i * GROUP + k];
+        xsum[i] = sum;
+    }
+    const int b8 = bits == 8;
+    const gemv_fn wide = GEMV_WIDE[b8][M], one = GEMV_ONE[b8][M];
+    const int64_t step = GEMV_PANELS[M], chunks = (panels + step - 1) / step;
+#pragma omp parallel for schedule(static)
+    for (int64_t c = 0; c < chunks; c++) {
+        const int64_t p0 = c * step;
+        if (p0 + step <= panels) {
+            wide(x, K, q + p0 * panel_bytes, panel_bytes, dm + p0 * panel_dm, panel_dm, xsum, out + p0 * PANEL, N,
+                 res ? res + p0 * PANEL : NULL);
+            continue;
+        }
+        for (int64_t p = p0; p < panels; p++)  /* the last panels, fewer than a wide call takes */
+            one(x, K, q + p * panel_bytes, panel_bytes, dm + p * panel_dm, panel_dm, xsum, out + p * PANEL, N,
+                res ? res + p * PANEL : NULL);
+    }
+    free(xsum);
+}
+
 /* x [M, K] dense; q and dm packed as above for W [N, K]; out [M, N] dense; res NULL or [M, N] dense.
  * N is a multiple of 16 and K of 32 (the packer guarantees it). */
 void tg_block_quant_linear(const float *x, int64_t M, int64_t K, const uint8_t *q, const float *dm, int64_t N,
@@ -183,28 +211,7 @@ void tg_block_quant_linear(const float *x, int64_t M, int64_t K, const uint8_t *
     const int64_t panels = N / PANEL, panel_bytes = K * (bits == 4 ? 8 : 16), panel_dm = (K / GROUP) * 2 * PANEL;
     if (M < 1) return;  /* a step whose rows need no logits calls the head with none */
     if (M <= SMALL_M) {
-        float *xsum = (float *)malloc(sizeof(float) * M * (K / GROUP));
-        for (int64_t i = 0; i < M * (K / GROUP); i++) {
-            float sum = 0.0f;
-            for (int64_t k = 0; k < GROUP; k++) sum += x[i * GROUP + k];
-            xsum[i] = sum;
-        }
-        const int b8 = bits == 8;
-        const gemv_fn wide = GEMV_WIDE[b8][M], one = GEMV_ONE[b8][M];
-        const int64_t step = GEMV_PANELS[M], chunks = (panels + step - 1) / step;
-#pragma omp parallel for schedule(static)
-        for (int64_t c = 0; c < chunks; c++) {
-            const int64_t p0 = c * step;
-            if (p0 + step <= panels) {
-                wide(x, K, q + p0 * panel_bytes, panel_bytes, dm + p0 * panel_dm, panel_dm, xsum,
-                     out + p0 * PANEL, N, res ? res + p0 * PANEL : NULL);
-                continue;
-            }
-            for (int64_t p = p0; p < panels; p++)  /* the last panels, fewer than a wide call takes */
-                one(x, K, q + p * panel_bytes, panel_bytes, dm + p * panel_dm, panel_dm, xsum, out + p * PANEL,
-                    N, res ? res + p * PANEL : NULL);
-        }
-        free(xsum);
+        small_rows_linear(x, M, K, q, dm, N, bits, out, res);
         return;
     }
 #pragma omp parallel

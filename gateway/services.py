@@ -212,7 +212,7 @@ class Services:
         if self.embedder is None and (wants_embeddings or settings.cache_enabled or classifier is not None):
             from gateway.embedding.embedder import Embedder, EmbedderConfig
 
-            config = EmbedderConfig(dtype=settings.embedder_dtype)
+            config = EmbedderConfig(dtype=settings.embedder_dtype, runtime=settings.embedder_runtime)
             self.embedder = await asyncio.to_thread(Embedder, config)
         if classifier is not None:
             from gateway.embedding.recent import RecentEmbeddings

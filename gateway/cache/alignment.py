@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from gateway.cache.lexicon import STOPWORDS, SYNONYM_GROUPS
 from gateway.cache.word_vectors import WordVectors
+from gateway.cache.wordnet import WordNet, shared
 from gateway.cache.words import Word, content_words, edit_distance, sides, stem, tokens
 
 # stem -> the stems of its synonyms ("differs" and "difference" meet through "differ").
@@ -35,6 +36,16 @@ class AlignmentConfig:
     # More unmatched words than this refuse at once, before any word is embedded: such pairs are
     # never served on the dev split anyway, and embedding their words is the verifier's slow path.
     max_unmatched: int = 3
+    # WordNet (wordnet.py) adds synonyms the lists and the embedder miss ("clothing" / "wear") and vetoes
+    # near words of one kind ("crocodile" / "alligator", "deep" / "shallow"). False: lists and vectors only.
+    wordnet: bool = True
+    # Words one side adds that no word of the other side is close to, tolerated when they are of these
+    # parts of speech (WordNet's most frequent use) and no more than `free_additions` of them: restating
+    # the question adds verbs ("State the Pythagorean theorem", "What would you recommend as"), while
+    # what narrows it adds nouns, adjectives and manner adverbs ("gluten-free bread", "for beginners",
+    # "lose weight safely"); hedges ("usually", "fully") are function words already (lexicon.STOPWORDS).
+    free_addition_pos: tuple[str, ...] = ("verb",)
+    free_additions: int = 1
 
     def __post_init__(self) -> None:
         for name in ("substitution_similarity", "addition_similarity"):
@@ -48,9 +59,11 @@ class AlignmentConfig:
 
 
 class Aligner:
-    def __init__(self, vectors: WordVectors, config: AlignmentConfig | None = None) -> None:
+    def __init__(self, vectors: WordVectors, config: AlignmentConfig | None = None,
+                 wordnet: WordNet | None = None) -> None:
         self.vectors = vectors
         self.config = config or AlignmentConfig()
+        self.wordnet = wordnet if wordnet is not None else (shared() if self.config.wordnet else None)
 
     def refusal(self, query: str, candidate: str) -> str | None:
         """None when every content word of each question has its equivalent in the other; else why not."""
@@ -63,6 +76,9 @@ class Aligner:
         for w in left_a + left_b:
             if w.closed_class:
                 return w.closed_class
+        if bool(left_a) != bool(left_b) and len(left_a + left_b) <= self.config.free_additions \
+                and all(self._light(w, tokens(query if left_a else candidate)) for w in left_a + left_b):
+            left_a, left_b = [], []
         if len(left_a) + len(left_b) > self.config.max_unmatched:
             return f"substitution:{(left_a or left_b)[0].surface}" if left_a and left_b else \
                 f"addition:{(left_a or left_b)[0].surface}"
@@ -81,6 +97,14 @@ class Aligner:
         left_b = [w for w in b if w.closed_class and not any(self._same(w, x) for x in a)]
         return bool(left_a and left_b)
 
+    def kind_traded(self, query: str, candidate: str) -> bool:
+        """A word of one side is traded for another thing of the same kind on the other (WordNet kin or
+        opposites: "whole wheat flour" / "rye flour"), whatever else was reworded."""
+        a, b = content_words(query), content_words(candidate)
+        left_a = [w for w in a if not any(self._same(w, x) for x in b)]
+        left_b = [w for w in b if not any(self._same(w, x) for x in a)]
+        return any(self._one_kind(x.surface, y.surface) for x in left_a for y in left_b)
+
     def prepare(self, text: str) -> None:
         """Embed the text's content words now (the table keeps them for later lookups)."""
         self.vectors.vectors([w.surface for w in content_words(text)])
@@ -88,7 +112,24 @@ class Aligner:
     def _same(self, x: Word, y: Word) -> bool:
         if x.stem == y.stem or x.surface == y.surface or y.stem in _SYNONYMS.get(x.stem, ()):
             return True
-        return self._typo(x.surface, y.surface)
+        if self._typo(x.surface, y.surface) or _derived(x.surface, y.surface):
+            return True
+        return self.wordnet is not None and not (x.closed_class or y.closed_class) \
+            and not (x.surface.isdigit() or y.surface.isdigit()) and self.wordnet.synonyms(x.surface, y.surface)
+
+    def _light(self, w: Word, toks: list[str]) -> bool:
+        """An added word that restates rather than narrows: a verb by WordNet's usual use, or any word with a
+        verb sense that opens the sentence as an imperative ("State the law", "can you name the ...")."""
+        if self.wordnet is None or w.surface.isdigit():
+            return False
+        if self.wordnet.usual_pos(w.surface) in self.config.free_addition_pos:
+            return True
+        opens = w.position == 0 or (w.position > 0 and toks[w.position - 1] == "you")
+        return opens and self.wordnet.has_verb_sense(w.surface)
+
+    def _one_kind(self, x: str, y: str) -> bool:
+        """Two different things of one kind, or opposites, per WordNet: never each other's substitute."""
+        return self.wordnet is not None and (self.wordnet.kin(x, y) or self.wordnet.opposites(x, y))
 
     def _noise(self, w: Word, own: tuple[Word, ...], other: tuple[Word, ...]) -> bool:
         """A misspelt function word ("waht"), or a compound one side writes whole and the other in two
@@ -98,7 +139,8 @@ class Aligner:
             return True
         joined_other = {x.surface + y.surface for x, y in zip(other, other[1:])}
         joined_own = {x.surface + y.surface for x, y in zip(own, own[1:]) if w in (x, y)}
-        return w.surface in joined_other or bool(joined_own & {o.surface for o in other})
+        whole = w.surface.replace("-", "")  # "self-assessment" / "self assessment" too
+        return whole in joined_other or bool(joined_own & {o.surface.replace("-", "") for o in other})
 
     def _typo(self, x: str, y: str) -> bool:
         shortest = min(len(x), len(y))
@@ -120,8 +162,8 @@ class Aligner:
             return max(scored, key=lambda s: s[0], default=(-1.0, None))
 
         for w, others, rest in [(w, b, left_b) for w in left_a] + [(w, a, left_a) for w in left_b]:
-            score, _ = best(w, rest)
-            if rest and score < cfg.substitution_similarity:
+            score, match = best(w, rest)
+            if rest and (score < cfg.substitution_similarity or self._one_kind(w.surface, match.surface)):
                 return f"substitution:{w.surface}"  # the other side has its own unmatched word
             if not rest and best(w, others)[0] < cfg.addition_similarity:
                 return f"addition:{w.surface}"
@@ -129,6 +171,25 @@ class Aligner:
 
 
 _LONG_STOPWORDS = frozenset(w for w in STOPWORDS if len(w) >= 4)
+# Derivational endings: "different" / "difference" / "differ", "percent" / "percentage".
+_DERIVATIONAL = ("ation", "ence", "ance", "ment", "ness", "ical", "ally", "ity", "ent", "ant", "age", "ive",
+                 "al", "ic", "ly", "e")
+_MIN_ROOT = 6  # "gener(al)" / "gener(ation)" are not one word
+
+
+def _root(word: str) -> str:
+    for suffix in _DERIVATIONAL:
+        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_ROOT:
+            return word[:-len(suffix)]
+    return word
+
+
+def _derived(x: str, y: str) -> bool:
+    """One word derived from the other, or both from one root of at least six letters."""
+    if x.isdigit() or y.isdigit() or _opposite(x, [y]):
+        return False
+    rx, ry = _root(x), _root(y)
+    return len(rx) >= _MIN_ROOT and rx == ry
 
 
 def opposite_words(query: str, candidate: str) -> bool:

@@ -27,6 +27,7 @@ question ask asking answer quick quickly briefly simply basically actually reall
 way ways thing things kind city between appear seem able used take
 sorry excuse bother whether possibly hoping guys yo calculate compute determine purpose recipe
 get got gets getting make makes made
+typically normally fully completely entirely anymore totally truly honestly literally
 any some all each every much many lot lots more most
 s t re ve ll d m
 """.split())
@@ -43,7 +44,18 @@ spring summer autumn fall winter season seasonal
 past future recent recently previous next ago later earlier soon early late
 second minute hour day week month quarter year decade century millennium
 """.split()),
+    # "the least crowded" / "the most crowded": "most" and "more" are function words, so the other side of
+    # such a pair has nothing to match these with.
+    "degree": frozenset("least fewest fewer less".split()),
 }
+
+# Words that place a period in time only before a period noun: "this year" / "last year" ask about two
+# years, while "this" is a function word elsewhere and "last" a verb ("how long does a day last").
+DEICTIC = frozenset("this next last past coming previous".split())
+PERIODS = frozenset("""
+day days week weeks weekend month months quarter year years decade century season semester term night
+morning evening spring summer autumn fall winter
+""".split())
 
 # Irregular forms, to their base ("built" meets "build").
 IRREGULAR = {

@@ -28,14 +28,14 @@ COURTESY = (
 )
 # Whole-word rewrites.
 REWRITES = {
-    "u": "you", "ur": "your", "r": "are", "thx": "", "cant": "can't", "wont": "won't", "dont": "don't",
+    "u": "you", "ur": "your", "r": "are", "thx": "", "wat": "what", "wut": "what", "wht": "what", "teh": "the", "cant": "can't", "wont": "won't", "dont": "don't",
     "doesnt": "doesn't", "isnt": "isn't", "arent": "aren't", "wasnt": "wasn't", "werent": "weren't",
     "didnt": "didn't", "shouldnt": "shouldn't", "couldnt": "couldn't", "wouldnt": "wouldn't",
     "havent": "haven't", "hasnt": "hasn't", "whats": "what's", "hows": "how's", "im": "i'm",
     "turn on": "enable", "switch on": "enable", "turn off": "disable", "switch off": "disable",
     "get rid of": "remove", "come up with": "create", "set up": "setup", "find out": "find",
     "look up": "find", "figure out": "find", "most recent": "latest", "how come": "why",
-    "percent": "%", "per cent": "%", "unable to": "can't",
+    "percent": "%", "per cent": "%", "percentage": "%", "unable to": "can't",
     "on what date": "when", "what date": "when", "the date": "when", "at what time": "when",
 }
 

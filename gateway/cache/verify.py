@@ -53,6 +53,8 @@ class Verifier:
             return "context:negation"
         if self.aligner is not None and self.aligner.closed_class_traded(earlier, stored):
             return "context:time"
+        if self.aligner is not None and self.aligner.kind_traded(earlier, stored):
+            return "context:kind"
         if self.similarity is not None and earlier.casefold() != stored.casefold() \
                 and self.similarity(earlier, stored) < CONTEXT_SIMILARITY:
             return "context:similarity"

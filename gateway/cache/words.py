@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from gateway.cache.lexicon import CLOSED_CLASSES, CONTRACTIONS, DIRECTIONAL, IRREGULAR, STOPWORDS
+from gateway.cache.lexicon import CLOSED_CLASSES, CONTRACTIONS, DEICTIC, DIRECTIONAL, IRREGULAR, PERIODS, STOPWORDS
 
 _WORD = re.compile(r"[a-z0-9]+(?:[-_.][a-z0-9]+)*|[^\sa-z0-9]")
 _CONTRACTION = re.compile(r"(can't|cannot|won't|shan't|n't|'s|'re|'ve|'ll|'d|'m)\b")
@@ -65,7 +65,11 @@ def tokens(text: str) -> list[str]:
 def content_words(text: str) -> tuple[Word, ...]:
     """The words that carry the question, in order."""
     out = []
-    for i, tok in enumerate(tokens(text)):
+    toks = tokens(text)
+    for i, tok in enumerate(toks):
+        if tok in DEICTIC and i + 1 < len(toks) and toks[i + 1] in PERIODS:
+            out.append(Word(tok, stem(tok), i, "time"))  # "this year" / "last year"
+            continue
         if not tok[0].isalnum() or tok in STOPWORDS or tok in DIRECTIONAL or stem(tok) in _STOP_STEMS \
                 or IRREGULAR.get(tok) in STOPWORDS or (tok.endswith("ing") and tok[:-3] + "e" in STOPWORDS):
             continue

@@ -121,7 +121,9 @@ def refusals(results: list[dict]) -> None:
 
 def evaluate(embedder: Embedder, rows: list[dict], threshold: float) -> None:
     policy = TenantCachePolicy(threshold=threshold, max_entries=10, ttl_s=0)
-    ours = run_pairs(SemanticCache(embedder, CacheConfig(default_policy=policy)), rows, policy)
+    cache = SemanticCache(embedder, CacheConfig(default_policy=policy))
+    cache.warm()  # as the gateway at start-up, so the word vectors come from the same batches as there
+    ours = run_pairs(cache, rows, policy)
     base_policy = TenantCachePolicy(threshold=BASELINE_THRESHOLD, max_entries=10, ttl_s=0)
     bare = SemanticCache(embedder, CacheConfig(default_policy=base_policy), verifier=Verifier(None, guards={}))
     base = run_pairs(bare, rows, base_policy)
@@ -142,7 +144,7 @@ def _fill(cache: SemanticCache, request: CacheRequest, n: int, real: list[str], 
     vectors = rng.standard_normal((n, cache.embedder.dim)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     texts = [f"synthetic stored question {i}" for i in range(n)]
-    vectors[:len(real)] = cache.embedder.embed(real)
+    vectors[:len(real)] = cache.embedder.embed([cache.search_text(t) for t in real])
     texts[:len(real)] = real
     answer = CachedAnswer("a stored answer", 20, 40, "stop")
     for text in real:
@@ -164,6 +166,9 @@ def latency(embedder: Embedder, rows: list[dict], sizes: list[int], queries: int
         cache = SemanticCache(embedder, CacheConfig(default_policy=TenantCachePolicy(threshold=threshold)))
         base = _request("tenant-bench", "x", None)
         _fill(cache, base, size, stored, rng)
+        warm_started = time.perf_counter()
+        warmed = cache.warm()  # what the gateway does in the background at start-up
+        print(f"  verifier warmed: {warmed} word vectors in {time.perf_counter() - warm_started:.1f} s")
         for text in asked[:20]:  # warm up
             cache.lookup_sync(_request("tenant-bench", text, None), policy)
         full, guards_only = cache.verifier, Verifier(None)
@@ -205,15 +210,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="10k entries only, 100 latency queries")
     parser.add_argument("--sizes", type=int, nargs="*", help="index sizes for the latency run")
     parser.add_argument("--queries", type=int, help="latency queries per size")
-    parser.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"])
+    parser.add_argument("--runtime", default="onnx", choices=["onnx", "torch"], help="the embedder's (as the gateway)")
+    parser.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16"], help="torch runtime only")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (the gateway shares cores)")
     parser.add_argument("--skip-latency", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     rows = load_pairs(args.split, args.pairs)
-    embedder = Embedder(EmbedderConfig(dtype=args.dtype))
+    embedder = Embedder(EmbedderConfig(dtype=args.dtype, runtime=args.runtime, num_threads=args.threads))
     positives = sum(r["label"] for r in rows)
-    print(f"embedder: {embedder.model_name} dtype {args.dtype}, torch threads {args.threads}")
+    print(f"embedder: {embedder.model_name} runtime {args.runtime}"
+          f"{'' if args.runtime == 'onnx' else ' dtype ' + args.dtype}, threads {args.threads}")
     print(f"{(args.pairs or args.split).upper()}: {len(rows)} pairs ({positives} paraphrases, "
           f"{len(rows) - positives} hard negatives, {sum(bool(r.get('a_context')) for r in rows)} multi-turn)")
     evaluate(embedder, rows, args.threshold)

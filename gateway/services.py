@@ -232,6 +232,8 @@ class Services:
                 metrics=CacheMetrics(self.metrics.registry, per_tenant=settings.metrics_per_tenant),
                 savings=cache_savings(self.prices))
             await self.cache.load()
+            if settings.cache_warm_verifier:
+                self.cache.start_warming()
 
     async def stop(self) -> None:
         """Stop admitting, let in-flight generations finish (bounded), then flush the ledger."""
@@ -244,6 +246,7 @@ class Services:
             if self.recorder is not None:
                 await self.recorder.stop()
             if self.cache is not None:
+                self.cache.stop_warming()
                 await self.cache.live_check.close()  # best-effort checks: cancelled, before the backend goes
             await self.backend.stop()
         finally:

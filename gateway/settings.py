@@ -92,6 +92,9 @@ class Settings(BaseSettings):
     # Share of cache hits also answered by the model in the background to estimate the wrong-hit rate
     # (gateway.cache.live_check); billed to nobody. 0 turns the check off.
     cache_audit_fraction: float = Field(0.01, ge=0, le=1)
+    # At start-up, in the background: WordNet's tables and the embedder vocabulary's word vectors, so a
+    # lookup's verification never embeds a common word (about 15 s of one core, once).
+    cache_warm_verifier: bool = True
     # The Responses API (gateway.api.v1.responses): stored responses a tenant keeps (its oldest go first),
     # and the UTF-8 bytes one response's conversation may reach (instructions + the previous response's
     # context and output + the new input).

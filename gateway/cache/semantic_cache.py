@@ -24,6 +24,7 @@ from gateway.cache.memory import EntryStore
 from gateway.cache.metrics import CacheMetrics
 from gateway.cache.policy import bypass_reason, refusal_reason
 from gateway.cache.repository import CacheRepository
+from gateway.cache.spelling import Speller
 from gateway.cache.truncation import fit
 from gateway.cache.types import CachedAnswer, CacheEntry, CacheLookup, CacheRequest, CacheStats
 from gateway.cache.verify import Verifier
@@ -58,6 +59,9 @@ class SemanticCache:
         self._store = EntryStore(embedder.dim, self.config.index)
         self._lock = threading.Lock()
         self._stats: dict[str, CacheStats] = {}
+        self._warm_stop = threading.Event()
+        self._speller: Speller | None = None  # built at the first search (or by warm())
+        self._warming: threading.Thread | None = None
 
     # --- public, async: the work runs in a thread so the event loop never waits on torch/FAISS/SQL
 
@@ -131,7 +135,7 @@ class SemanticCache:
                 answer = fit(entry.answer, request.max_tokens) if entry is not None else None
                 if answer is not None:
                     return self._hit(entry, answer, 1.0, "exact")
-            vector = self.embedder.embed_one(text)  # outside the lock: the slow part
+            vector = self.embedder.embed_one(self.search_text(text))  # outside the lock: the slow part
             return self._semantic(request, text, earlier, namespace, vector, policy, now, expired)
         finally:
             if expired and self._repository is not None:
@@ -197,7 +201,7 @@ class SemanticCache:
             exact_key=exact_key(namespace, text, earlier), question=text, context=earlier,
             answer=CachedAnswer(answer_text, prompt_tokens, completion_tokens, finish_reason, request.max_tokens,
                                 tuple(token_ends) if len(token_ends) == completion_tokens else ()),
-            vector=self.embedder.embed_one(text), created_at=now,
+            vector=self.embedder.embed_one(self.search_text(text)), created_at=now,
             expires_at=now + policy.ttl_s if policy.ttl_s else None,
         )
         with self._lock:
@@ -261,6 +265,50 @@ class SemanticCache:
             entry.vector = None
         log.info("semantic cache: re-indexed %d persisted entries", len(entries))
         return len(entries)
+
+    def search_text(self, text: str) -> str:
+        """What is embedded for the vector search: the question with its typos mended (spelling.py)."""
+        speller = self._speller
+        if speller is None:
+            with self._lock:
+                if self._speller is None:
+                    aligner = self.verifier.aligner
+                    wordnet = aligner.wordnet if aligner is not None else None
+                    vocabulary = getattr(self.embedder, "vocabulary", None)
+                    self._speller = Speller(vocabulary() if callable(vocabulary) else (),
+                                            known=wordnet.known if wordnet is not None else None)
+                speller = self._speller
+        return speller.correct(text)
+
+    def warm(self, stop: threading.Event | None = None) -> int:
+        """Load what verification reads (WordNet's tables, the vocabulary's word vectors) so that no
+        lookup pays for it; the number of word vectors computed. Safe to run while serving."""
+        aligner = self.verifier.aligner
+        if aligner is None:
+            return 0
+        if aligner.wordnet is not None:
+            aligner.wordnet.load()
+        self.search_text("")  # the speller's tables
+        return aligner.vectors.warm(stop=stop)
+
+    def start_warming(self) -> threading.Thread:
+        """warm() in a daemon thread (the gateway's start-up does not wait for it); close() stops it."""
+        self._warming = threading.Thread(target=self._warm_logged, name="cache-warm", daemon=True)
+        self._warming.start()
+        return self._warming
+
+    def stop_warming(self) -> None:
+        self._warm_stop.set()
+
+    def _warm_logged(self) -> None:
+        started = time.perf_counter()
+        try:
+            added = self.warm(self._warm_stop)
+        except Exception:
+            log.warning("semantic cache: warming the verifier failed; lookups embed words as needed",
+                        exc_info=True)
+            return
+        log.info("semantic cache: verifier warm (%d word vectors) in %.1f s", added, time.perf_counter() - started)
 
     def _similarity(self, a: str, b: str) -> float:
         x, y = embed_many(self.embedder, [a, b])

@@ -17,6 +17,8 @@ def gateway_settings(tmp, db_url: str, **extra) -> Settings:
     extra.setdefault("metrics_token", METRICS_TOKEN)
     # The live cache check samples hits at random: off unless a test asks, so engine call counts stay exact.
     extra.setdefault("cache_audit_fraction", 0.0)
+    # Warming the verifier (about 15 s of one core per app) stays off: the first lookups embed as needed.
+    extra.setdefault("cache_warm_verifier", False)
     return Settings(DATABASE_URL=db_url, REDIS_URL=extra.pop("redis_url", ""), data_dir=tmp,
                     admin_key=ADMIN_KEY, backend="inprocess", log_level="WARNING", **extra)
 

@@ -1,5 +1,6 @@
 """Acceptance: isolation, the wrong-hit traps, policy, TTL, LRU, invalidation."""
 import asyncio
+import threading
 
 import pytest
 
@@ -221,3 +222,27 @@ def test_cache_config_validation():
         CacheConfig(faiss_threads=0)
     with pytest.raises(TypeError, match="default_policy"):
         CacheConfig(default_policy={"threshold": 0.9})
+
+
+async def test_typos_are_mended_for_the_search_only(cache, policy):
+    """"exeptions" embeds far from "exceptions"; the search mends it, the entry keeps the text as written."""
+    assert cache.search_text("how do i handle exeptions in java") == "how do i handle exceptions in java"
+    await cache.store(ask("How do I handle exceptions in Java?"), policy, **ANSWER)
+    result = await cache.lookup(ask("how do i handle exeptions in java"), policy)
+    assert result.status == "hit" and result.tier == "semantic"
+    assert (await cache.lookup(ask("how do i handle exeptions in python"), policy)).status == "miss"
+
+
+def test_warm_loads_the_verifier_ahead_of_lookups(cache):
+    vectors = cache.verifier.aligner.vectors
+    assert len(vectors._known) > 20_000  # warm() embeds the embedder's whole-word vocabulary (~15 s): a
+    vectors._known = frozenset(["zebra", "giraffe", "okapi"])  # three of them here
+    assert cache.warm() == 3 and len(vectors) == 3
+    assert cache.warm() == 0  # already there
+    stop = threading.Event()
+    stop.set()
+    assert vectors.warm(["quagga"], stop=stop) == 0  # stopped before a batch
+    assert vectors.warm(["quagga", "zebra"], batch=1) == 1
+    cache.start_warming().join(timeout=30)  # the gateway's background start
+    with pytest.raises(ValueError, match="batch"):
+        vectors.warm([], batch=0)

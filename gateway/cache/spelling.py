@@ -1,0 +1,54 @@
+"""Typos mended before a question is embedded for the vector search: "calroies" and "exeptions" split into
+word pieces that pull the embedding away from the question the user meant, so a typed paraphrase fell
+below the threshold before any check could accept it.
+
+Only the search's input changes: the stored question, the exact tier and the verifier (which matches typos
+itself, alignment.py) keep the text as written, so a mended word can bring a candidate up, never serve one.
+A word is mended only when it is unknown (not a whole word of the embedder's vocabulary, not a WordNet
+lemma), at least five letters, and exactly one vocabulary word is within one edit of it (a swap of two
+neighbours is one edit; found with a table of one-letter deletions, so a lookup costs a few dict reads).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from gateway.cache.words import edit_distance
+
+_TOKEN = re.compile(r"[A-Za-z]+")
+
+
+class Speller:
+    def __init__(self, vocabulary: Iterable[str], known: Callable[[str], bool] | None = None,
+                 min_length: int = 5) -> None:
+        if min_length < 2:
+            raise ValueError(f"min_length must be >= 2, got {min_length}")
+        self.min_length = min_length
+        self._words = frozenset(w for w in vocabulary if w.isalpha() and w.islower())
+        self._known = known or (lambda _: False)
+        self._deletes: dict[str, list[str]] = {}
+        for word in self._words:
+            if len(word) >= min_length - 1:
+                for d in _deletions(word):
+                    self._deletes.setdefault(d, []).append(word)
+
+    def correct(self, text: str) -> str:
+        """The text with each unknown lower-case word of `min_length`+ letters replaced by its one
+        vocabulary neighbour; words with none or several are left as they are."""
+        return _TOKEN.sub(lambda m: self._word(m.group(0)), text)
+
+    def _word(self, token: str) -> str:
+        word = token.lower()
+        if len(word) < self.min_length or token != word or word in self._words or self._known(word):
+            return token  # short, capitalised (a name, an acronym), or a real word
+        candidates = set(self._deletes.get(word, ()))
+        for d in _deletions(word):
+            if d in self._words:
+                candidates.add(d)
+            candidates.update(self._deletes.get(d, ()))
+        near = [c for c in candidates if edit_distance(word, c, 1) <= 1]
+        return near[0] if len(near) == 1 else token
+
+
+def _deletions(word: str) -> set[str]:
+    return {word[:i] + word[i + 1:] for i in range(len(word))}

@@ -70,6 +70,8 @@ class Aligner:
         a, b = content_words(query), content_words(candidate)
         left_a = [w for w in a if not any(self._same(w, x) for x in b) and not self._noise(w, a, b)]
         left_b = [w for w in b if not any(self._same(w, x) for x in a) and not self._noise(w, b, a)]
+        left_a = _how_long(query, left_a, left_b)
+        left_b = _how_long(candidate, left_b, left_a)
         for w in left_a + left_b:
             if _opposite(w.surface, [x.surface for x in (b if w in left_a else a)]):
                 return "negation"
@@ -168,6 +170,19 @@ class Aligner:
             if not rest and best(w, others)[0] < cfg.addition_similarity:
                 return f"addition:{w.surface}"
         return None
+
+
+_DURATIONS = frozenset("second seconds minute minutes hour hours day days week weeks month months year years".split())
+
+
+def _how_long(text: str, own: list[Word], other: list[Word]) -> list[Word]:
+    """`own` without its "long" when it asks "how long" and the other side names the duration instead
+    ("How many minutes do I boil an egg?"); the duration word goes from `other` in place (a number with
+    it is the guards' business)."""
+    if "how long" not in " ".join(tokens(text)) or not any(w.surface in _DURATIONS for w in other):
+        return own
+    other[:] = [w for w in other if w.surface not in _DURATIONS]
+    return [w for w in own if w.surface != "long"]
 
 
 _LONG_STOPWORDS = frozenset(w for w in STOPWORDS if len(w) >= 4)

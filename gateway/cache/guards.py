@@ -138,6 +138,8 @@ def _units(words: list[str]) -> tuple[tuple, tuple]:
         if unit is None:
             continue
         before = words[i - 1] if i > 0 else ""
+        if w == "second" and before == "the":
+            continue  # an ordinal: "the second world war"
         after = words[i + 1] if i + 1 < len(words) else ""
         if _is_number(before):
             bound.append((_spelt(before), unit))
@@ -234,9 +236,19 @@ def numbers_agree(a: Features, b: Features) -> bool:
     return a.numbers == b.numbers
 
 
+_DURATIONS = frozenset({"ms", "s", "min", "h", "day", "week", "month", "year"})
+
+
 def units_agree(a: Features, b: Features) -> bool:
-    """Same units bound to the same numbers: "5 miles to km" is not "5 km to miles"."""
-    return a.units == b.units
+    """Same units bound to the same numbers: "5 miles to km" is not "5 km to miles". A duration unit with no
+    number is what the other side's "how long" asks for ("How many minutes do I boil an egg?")."""
+    if a.units == b.units:
+        return True
+    for x, y in ((a, b), (b, a)):
+        if x.units[0] == y.units[0] and not y.units[1] and x.units[1] \
+                and set(x.units[1]) <= _DURATIONS and "how long" in y.text:
+            return True
+    return False
 
 
 def negation_agrees(a: Features, b: Features) -> bool:

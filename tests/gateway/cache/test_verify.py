@@ -43,6 +43,8 @@ def verifier(embedder) -> Verifier:
     ("scope", "What's a good gaming laptop?", "What's a good laptop?"),  # so does a noun
     ("entity", "Can crocodiles swim in salt water?", "Can alligators swim in salt water?"),  # WordNet kin
     ("comparative", "How deep is the Black Sea?", "How shallow is the Black Sea?"),  # WordNet opposites
+    ("unit", "How long should I steam broccoli?", "How many calories does steamed broccoli have?"),
+    ("unit", "How many minutes should I steam broccoli?", "How many hours should I steam broccoli?"),
 ])
 def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     assert verifier.refusal(asked, stored) is not None, kind
@@ -67,6 +69,8 @@ def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     ("How do I cancel a self-assessment return?", "How do I cancel a self assessment return?"),  # hyphen
     ("What is a hedge fund?", "wat is a hedge fund"),  # chat shorthand
     ("What percentage of the body is water?", "What percent of the body is water?"),
+    ("How long should I steam broccoli?", "How many minutes should I steam broccoli?"),  # the duration asked
+    ("When did the Second Punic War end?", "When did the second Punic War end?"),  # an ordinal, not seconds
 ])
 def test_paraphrases_pass(verifier, stored, asked):
     assert verifier.refusal(asked, stored) is None

@@ -287,15 +287,53 @@ def _misspelt_position(entity: str, other: Features) -> int:
     return -1
 
 
+def _runs(f: Features) -> list[tuple[int, list[str]]]:
+    """Runs of two or more neighbouring entity words ("united kingdom", "los angeles"), with their offsets."""
+    out: list[tuple[int, list[str]]] = []
+    run: list[str] = []
+    offset = start = 0
+    for word in f.text.split(" ") + [""]:
+        if word and word in f.entities:
+            if not run:
+                start = offset
+            run.append(word)
+        else:
+            if len(run) >= 2:
+                out.append((start, run))
+            run = []
+        offset += len(word) + 1
+    return out
+
+
+def _alias_position(entity: str, own: Features, other: Features) -> int:
+    """Where `other` names `own`'s entity by its initials or spells out its acronym: "UK" / "United Kingdom",
+    "LA" / "Los Angeles". -1: it does not."""
+    if entity.isalpha() and 2 <= len(entity) <= 5:
+        for start, run in _runs(other):
+            if "".join(w[0] for w in run) == entity:
+                return start
+    for _, run in _runs(own):
+        if entity in run:
+            initials = "".join(w[0] for w in run)
+            if initials in other.entities:
+                return _position(initials, other.text)
+    return -1
+
+
 def entities_agree(a: Features, b: Features) -> bool:
     """Every entity of one appears in the other, and shared entities come in the same order, or each keeps
     the preposition it had: "From Bangkok, how do I get to Chiang Mai?" only moved a clause, while
     "Is Paris bigger than London?" / "Is London bigger than Paris?" traded the roles."""
-    entities = list(dict.fromkeys(a.entities + b.entities))
+    # A run of names that the other side writes as its initials ("United Kingdom" / "UK") counts as those.
+    spelt_out = {w for x, y in ((a, b), (b, a)) for _, run in _runs(x)
+                 if "".join(w[0] for w in run) in y.entities for w in run}
+    entities = [e for e in dict.fromkeys(a.entities + b.entities) if e not in spelt_out]
     pos_a = [_position(e, a.text) for e in entities]
     pos_b = [_position(e, b.text) for e in entities]
     pos_a = [p if p >= 0 or e not in b.entities else _misspelt_position(e, a) for e, p in zip(entities, pos_a)]
     pos_b = [p if p >= 0 or e not in a.entities else _misspelt_position(e, b) for e, p in zip(entities, pos_b)]
+    pos_a = [p if p >= 0 or e not in b.entities else _alias_position(e, b, a) for e, p in zip(entities, pos_a)]
+    pos_b = [p if p >= 0 or e not in a.entities else _alias_position(e, a, b) for e, p in zip(entities, pos_b)]
     if -1 in pos_a or -1 in pos_b:
         return False
     order_a = [e for _, e in sorted(zip(pos_a, entities))]
@@ -309,7 +347,8 @@ def entities_agree(a: Features, b: Features) -> bool:
 def entities_present(a: Features, b: Features) -> bool:
     """Every entity of one appears in the other, in any order (earlier turns: "a Samsung Galaxy S23" and
     "a Galaxy S23 from Samsung" set the same scene)."""
-    return all(_position(e, b.text) >= 0 for e in a.entities) and all(_position(e, a.text) >= 0 for e in b.entities)
+    return all(_position(e, b.text) >= 0 or _alias_position(e, a, b) >= 0 for e in a.entities) \
+        and all(_position(e, a.text) >= 0 or _alias_position(e, b, a) >= 0 for e in b.entities)
 
 
 GUARDS: dict[str, Guard] = {

@@ -5,8 +5,8 @@ files each synset's hypernyms and antonyms. Only the files are used (parsed here
 
 Two words are **synonyms** when one of the first `senses` senses of each is the same synset ("purchase"
 and "buy"; "learn" and "teach" share a synset only in learn's fifth sense, so they are not). Two nouns are
-**kin** (co-hyponyms: "dog" and "cat", "koala" and "panda") when one of the first senses of each has a
-hypernym in common within two steps (or one is the other's hypernym), and **opposites** when WordNet lists them as antonyms ("deep" and
+**kin** (co-hyponyms: "dog" and "cat", "wheat" and "rye") when one of the first senses of each, a thing or a property, has a
+hypernym in common within two steps and neither is the other's hypernym ("UK" is a kingdom), and **opposites** when WordNet lists them as antonyms ("deep" and
 "shallow"). Words of one kind are different answers however close the embedder puts them.
 
 Inflected forms are reduced to their lemmas first with WordNet's own exception lists and its suffix rules.
@@ -82,6 +82,7 @@ class WordNet:
         self._tagged: dict[str, dict[str, int]] = {}  # lemma -> how often its senses were tagged in SemCor
         self._hypernyms: dict[int, tuple[int, ...]] = {}  # noun synset -> its hypernyms
         self._antonyms: dict[int, frozenset[int]] = {}  # synset -> the synsets its words are antonyms of
+        self._things: set[int] = set()  # noun synsets of things and properties (_KIN_FILES)
 
     def load(self) -> None:
         """Parse the files (once; later calls return at once)."""
@@ -117,10 +118,13 @@ class WordNet:
         a synonym of the other."""
         self.load()
         na, nb = self._noun_synsets(a), self._noun_synsets(b)
-        if not na or not nb or na & nb or self._synsets(a) & self._synsets(b):
+        if na & nb or self._synsets(a) & self._synsets(b):
+            return False
+        na, nb = frozenset(na & self._things), frozenset(nb & self._things)
+        if not na or not nb:
             return False
         up_a, up_b = self._ancestors(na), self._ancestors(nb)
-        return bool(up_a & up_b or up_a & nb or up_b & na)
+        return bool(up_a & up_b) and not (up_a & nb or up_b & na)
 
     def has_verb_sense(self, word: str) -> bool:
         self.load()
@@ -209,6 +213,8 @@ class WordNet:
                 pointers = int(fields[at])
                 at += 1
                 me = _key(letter, offset)
+                if pos == "noun" and int(fields[1]) in _KIN_FILES:
+                    self._things.add(me)
                 hypernyms = []
                 for i in range(pointers):
                     symbol, target, target_pos = fields[at], int(fields[at + 1]), fields[at + 2]
@@ -231,6 +237,11 @@ def _usual_pos(wordnet: WordNet, word: str) -> str | None:
                 best, count = pos, wordnet._tagged[pos][lemma]
     return best
 
+
+# Lexicographer files of nouns whose co-hyponyms are different answers: animals, artifacts, body parts,
+# foods, groups, locations, natural objects, people, plants, substances, and attributes and quantities
+# ("depth" / "location"). Acts, events and ideas are left out: "driving" and "trip" are both journeys.
+_KIN_FILES = frozenset({5, 6, 7, 8, 13, 14, 15, 17, 18, 20, 23, 27})
 
 _LETTER = {"noun": "n", "verb": "v", "adj": "a", "adv": "r"}
 _PREFIX = {"n": 1, "v": 2, "a": 3, "s": 3, "r": 4}

@@ -79,6 +79,10 @@ def test_polarity(a, b, ok):
     ("Where is Austria?", "Where is Australia?", False),  # another entity is never a misspelling
     ("From Porto, how do I get to Braga?", "How do I get to Braga from Porto?", True),  # roles kept
     ("Is Porto bigger than Braga?", "Is Braga bigger than Porto?", False),  # roles traded
+    ("What is the GDP of the UK?", "What is the GDP of the United Kingdom?", True),  # initials
+    ("Flights from LA to Boston", "Flights from Los Angeles to Boston", True),
+    ("What is the GDP of the UK?", "What is the GDP of the United States?", False),
+    ("Flights from LA to NY", "Flights from New York to Los Angeles", False),  # initials, roles traded
 ])
 def test_entities(a, b, ok):
     assert agree(entities_agree, a, b) is ok

@@ -29,6 +29,8 @@ def test_kin_and_opposites(wordnet):
     assert wordnet.kin("dog", "cat") and wordnet.kin("crocodile", "alligator") and wordnet.kin("wheat", "rye")
     assert not wordnet.kin("buy", "purchase")  # synonyms are not two things of one kind
     assert not wordnet.kin("dog", "grammar")
+    assert not wordnet.kin("uk", "kingdom")  # one is the other's hypernym: the same thing, said generally
+    assert not wordnet.kin("driving", "trip")  # acts and events are not things of one kind
     assert wordnet.opposites("deep", "shallow") and wordnet.opposites("highest", "lowest")
     assert not wordnet.opposites("deep", "profound")
 

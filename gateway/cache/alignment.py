@@ -122,8 +122,8 @@ class Aligner:
     def _light(self, w: Word, toks: list[str]) -> bool:
         """An added word that restates rather than narrows: a verb by WordNet's usual use, or any word with a
         verb sense that opens the sentence as an imperative ("State the law", "can you name the ...")."""
-        if self.wordnet is None or w.surface.isdigit():
-            return False
+        if self.wordnet is None or w.surface.isdigit() or w.stem in _REVERSING or w.surface in _REVERSING:
+            return False  # "Should I stop taking X?" / "Should I take X?": the verb turns the question round
         if self.wordnet.usual_pos(w.surface) in self.config.free_addition_pos:
             return True
         opens = w.position == 0 or (w.position > 0 and toks[w.position - 1] == "you")
@@ -171,6 +171,12 @@ class Aligner:
                 return f"addition:{w.surface}"
         return None
 
+
+# Verbs that negate, reverse or undo what follows them, even where WordNet lists no antonym.
+_REVERSING = frozenset("""
+skip cancel cancell remov delet undo revers stop quit avoid prevent refus fail ignor deny forget lack miss lose
+exclud omit reduc limit replac disabl uninstall unsubscrib withdraw return reject
+""".split())
 
 _DURATIONS = frozenset("second seconds minute minutes hour hours day days week weeks month months year years".split())
 

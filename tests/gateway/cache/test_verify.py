@@ -43,6 +43,8 @@ def verifier(embedder) -> Verifier:
     ("scope", "What's a good gaming laptop?", "What's a good laptop?"),  # so does a noun
     ("entity", "Can crocodiles swim in salt water?", "Can alligators swim in salt water?"),  # WordNet kin
     ("comparative", "How deep is the Black Sea?", "How shallow is the Black Sea?"),  # WordNet opposites
+    ("negation", "Should I take ibuprofen with food?", "Should I stop taking ibuprofen with food?"),  # a verb
+    ("negation", "Can I claim the deposit on my taxes?", "Can I skip the deposit on my taxes?"),  # that reverses
     ("unit", "How long should I steam broccoli?", "How many calories does steamed broccoli have?"),
     ("unit", "How many minutes should I steam broccoli?", "How many hours should I steam broccoli?"),
 ])

@@ -46,6 +46,10 @@ class AlignmentConfig:
     # "lose weight safely"); hedges ("usually", "fully") are function words already (lexicon.STOPWORDS).
     free_addition_pos: tuple[str, ...] = ("verb",)
     free_additions: int = 1
+    # True: a word substitutes for another when the embedder finds them near, even if WordNet knows both
+    # and keeps them apart (the verifier before WordNet). Dev: 1 paraphrase more served, at the risk of
+    # attribute swaps the embedder finds close.
+    vectors_over_wordnet: bool = False
 
     def __post_init__(self) -> None:
         for name in ("substitution_similarity", "addition_similarity"):
@@ -129,6 +133,13 @@ class Aligner:
         opens = w.position == 0 or (w.position > 0 and toks[w.position - 1] == "you")
         return opens and self.wordnet.has_verb_sense(w.surface)
 
+    def _known_apart(self, x: str, y: str) -> bool:
+        """Two dictionary words that WordNet does not make synonyms: the embedder's nearness alone does not
+        make them interchangeable ("weight" / "mass"); it still decides for words WordNet lacks (names,
+        jargon, misspellings)."""
+        return self.wordnet is not None and not self.config.vectors_over_wordnet and self.wordnet.known(x) \
+            and self.wordnet.known(y) and not self.wordnet.synonyms(x, y)
+
     def _one_kind(self, x: str, y: str) -> bool:
         """Two different things of one kind, or opposites, per WordNet: never each other's substitute."""
         return self.wordnet is not None and (self.wordnet.kin(x, y) or self.wordnet.opposites(x, y))
@@ -165,7 +176,8 @@ class Aligner:
 
         for w, others, rest in [(w, b, left_b) for w in left_a] + [(w, a, left_a) for w in left_b]:
             score, match = best(w, rest)
-            if rest and (score < cfg.substitution_similarity or self._one_kind(w.surface, match.surface)):
+            if rest and (score < cfg.substitution_similarity or self._one_kind(w.surface, match.surface)
+                         or self._known_apart(w.surface, match.surface)):
                 return f"substitution:{w.surface}"  # the other side has its own unmatched word
             if not rest and best(w, others)[0] < cfg.addition_similarity:
                 return f"addition:{w.surface}"

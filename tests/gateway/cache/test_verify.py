@@ -114,3 +114,25 @@ def test_alignment_config_is_validated():
         AlignmentConfig(substitution_similarity=2.0)
     with pytest.raises(ValueError):
         AlignmentConfig(typo_min_length=0)
+
+
+class _NearVectors:
+    """Every two words at cosine 0.9: what the embedder says of 'jogging' / 'running' and the like."""
+
+    def known(self, word: str) -> bool:
+        return True
+
+    def vectors(self, words):
+        import numpy as np
+
+        base = np.array([1.0, 0.0], dtype=np.float32)
+        return {w: base if i % 2 == 0 else np.array([0.9, 0.43588989], dtype=np.float32)
+                for i, w in enumerate(dict.fromkeys(words))}
+
+
+def test_the_embedder_alone_does_not_make_two_dictionary_words_one():
+    stored, asked = "Is jogging bad for your knees?", "Is running bad for your knees?"
+    assert Aligner(_NearVectors()).refusal(asked, stored) == "substitution:running"  # WordNet keeps them apart
+    assert Aligner(_NearVectors(), AlignmentConfig(vectors_over_wordnet=True)).refusal(asked, stored) is None
+    # Words WordNet lacks (names, jargon) are still the embedder's call.
+    assert Aligner(_NearVectors()).refusal("How do I use pydantic?", "How do I use attrs?") is None

@@ -23,6 +23,8 @@ for _group in SYNONYM_GROUPS:
     _stems = frozenset(stem(w) for w in _group)
     for _s in _stems:
         _SYNONYMS[_s] = _SYNONYMS.get(_s, frozenset()) | _stems
+# Written apart ("non-toxic", "anti-inflammatory"), a negating prefix is a word of its own.
+_NEGATING_WORDS = frozenset({"non", "anti", "un", "dis", "counter"})
 # A word with one of these in front is its opposite, never its typo ("hashable" / "unhashable").
 _NEGATING_PREFIXES = ("un", "non", "in", "im", "il", "ir", "dis", "a")
 
@@ -77,7 +79,7 @@ class Aligner:
         left_a = _how_long(query, left_a, left_b)
         left_b = _how_long(candidate, left_b, left_a)
         for w in left_a + left_b:
-            if _opposite(w.surface, [x.surface for x in (b if w in left_a else a)]):
+            if w.surface in _NEGATING_WORDS or _opposite(w.surface, [x.surface for x in (b if w in left_a else a)]):
                 return "negation"
         for w in left_a + left_b:
             if w.closed_class:
@@ -92,7 +94,8 @@ class Aligner:
             reason = self._by_vectors(a, b, left_a, left_b)
             if reason:
                 return reason
-        if _reversed(query, candidate) or _swapped(query, candidate) or _roles_traded(query, candidate):
+        if _reversed(query, candidate) or _swapped(query, candidate) or _roles_traded(query, candidate) \
+                or self._moved(query, candidate):
             return "order"
         return None
 
@@ -102,6 +105,18 @@ class Aligner:
         left_a = [w for w in a if w.closed_class and not any(self._same(w, x) for x in b)]
         left_b = [w for w in b if w.closed_class and not any(self._same(w, x) for x in a)]
         return bool(left_a and left_b)
+
+    def one_noun_traded(self, query: str, candidate: str) -> bool:
+        """Each side has exactly one content word the other lacks, both nouns (or names WordNet lacks), and
+        the rest is the same: the minimal edit of a hard negative ("My cat has fleas." / "My rabbit has
+        fleas."). A traded verb is how scenes get reworded ("I'm writing" / "I'm working on")."""
+        a, b = content_words(query), content_words(candidate)
+        left_a = [w for w in a if not any(self._same(w, x) for x in b)]
+        left_b = [w for w in b if not any(self._same(w, x) for x in a)]
+        if len(left_a) != 1 or len(left_b) != 1:
+            return False
+        return self.wordnet is None or all(self.wordnet.usual_pos(w.surface) in ("noun", None)
+                                           for w in left_a + left_b)
 
     def kind_traded(self, query: str, candidate: str) -> bool:
         """A word of one side is traded for another thing of the same kind on the other (WordNet kin or
@@ -128,10 +143,27 @@ class Aligner:
         verb sense that opens the sentence as an imperative ("State the law", "can you name the ...")."""
         if self.wordnet is None or w.surface.isdigit() or w.stem in _REVERSING or w.surface in _REVERSING:
             return False  # "Should I stop taking X?" / "Should I take X?": the verb turns the question round
+        if w.position > 0 and toks[w.position - 1] in _PREPOSITIONS:
+            return False  # not a verb there: "learn to code for free", "pay in advance"
         if self.wordnet.usual_pos(w.surface) in self.config.free_addition_pos:
             return True
         opens = w.position == 0 or (w.position > 0 and toks[w.position - 1] == "you")
         return opens and self.wordnet.has_verb_sense(w.surface)
+
+    def _moved(self, query: str, candidate: str) -> bool:
+        """The same words with one noun moved to another place: "my neighbor's tree falls on my house" /
+        "my tree falls on my neighbor's house" gives the noun another role. Paraphrases move clauses."""
+        ta = [t for t in tokens(query) if t[0].isalnum()]
+        tb = [t for t in tokens(candidate) if t[0].isalnum()]
+        if len(ta) != len(tb) or ta == tb or sorted(ta) != sorted(tb):
+            return False
+        for i, word in enumerate(ta):
+            rest = ta[:i] + ta[i + 1:]
+            for j in range(len(tb)):
+                if abs(i - j) > 1 and tb[j] == word and tb[:j] + tb[j + 1:] == rest:
+                    return word not in STOPWORDS and (self.wordnet is None or
+                                                      self.wordnet.usual_pos(word) in ("noun", None))
+        return False
 
     def _known_apart(self, x: str, y: str) -> bool:
         """Two dictionary words that WordNet does not make synonyms: the embedder's nearness alone does not
@@ -152,8 +184,7 @@ class Aligner:
             return True
         joined_other = {x.surface + y.surface for x, y in zip(other, other[1:])}
         joined_own = {x.surface + y.surface for x, y in zip(own, own[1:]) if w in (x, y)}
-        whole = w.surface.replace("-", "")  # "self-assessment" / "self assessment" too
-        return whole in joined_other or bool(joined_own & {o.surface.replace("-", "") for o in other})
+        return w.surface in joined_other or bool(joined_own & {o.surface for o in other})
 
     def _typo(self, x: str, y: str) -> bool:
         shortest = min(len(x), len(y))
@@ -241,6 +272,7 @@ def _opposite(word: str, others: list[str]) -> bool:
 
 
 _NEGATIONS = frozenset({"not", "n't"})
+_PREPOSITIONS = frozenset("for in on at by with without from of into about".split())
 _ARTICLES = frozenset({"a", "an", "the"})
 
 

@@ -134,10 +134,12 @@ def _units(words: list[str]) -> tuple[tuple, tuple]:
     bound: list[tuple[str, str]] = []
     free: list[str] = []
     for i, w in enumerate(words):
-        unit = _UNITS.get(w)
+        unit = _UNITS.get(w) or (_UNITS.get(w.split("-")[0]) if "-" in w else None)  # "month-old"
         if unit is None:
             continue
         before = words[i - 1] if i > 0 else ""
+        if before == "-" and i > 1 and _is_number(words[i - 2]):
+            before = words[i - 2]  # "2-month-old" is tokenised 2, -, month-old
         if w == "second" and before == "the":
             continue  # an ordinal: "the second world war"
         after = words[i + 1] if i + 1 < len(words) else ""

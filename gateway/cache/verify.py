@@ -55,6 +55,11 @@ class Verifier:
             return "context:time"
         if self.aligner is not None and self.aligner.kind_traded(earlier, stored):
             return "context:kind"
+        if self.aligner is not None and self.aligner.one_noun_traded(earlier, stored):
+            # One noun traded and nothing else reworded: judged as the question itself would be.
+            reason = self.aligner.refusal(earlier, stored)
+            if reason is not None:
+                return "context:" + reason.split(":")[0]
         if self.similarity is not None and earlier.casefold() != stored.casefold() \
                 and self.similarity(earlier, stored) < CONTEXT_SIMILARITY:
             return "context:similarity"

@@ -12,7 +12,9 @@ from functools import lru_cache
 
 from gateway.cache.lexicon import CLOSED_CLASSES, CONTRACTIONS, DEICTIC, DIRECTIONAL, IRREGULAR, PERIODS, STOPWORDS
 
-_WORD = re.compile(r"[a-z0-9]+(?:[-_.][a-z0-9]+)*|[^\sa-z0-9]")
+# Hyphenated compounds are their parts ("best-selling" / "worst-selling" differ in "best" / "worst",
+# "8-month-old" is "8 month old"); identifiers keep their dots and underscores ("redis.conf").
+_WORD = re.compile(r"[a-z0-9]+(?:[_.][a-z0-9]+)*|[^\sa-z0-9]")
 _CONTRACTION = re.compile(r"(can't|cannot|won't|shan't|n't|'s|'re|'ve|'ll|'d|'m)\b")
 
 

@@ -43,6 +43,11 @@ def verifier(embedder) -> Verifier:
     ("scope", "What's a good gaming laptop?", "What's a good laptop?"),  # so does a noun
     ("entity", "Can crocodiles swim in salt water?", "Can alligators swim in salt water?"),  # WordNet kin
     ("comparative", "How deep is the Black Sea?", "How shallow is the Black Sea?"),  # WordNet opposites
+    ("negation", "Which glues are toxic to fish?", "Which glues are non-toxic to fish?"),  # a prefix apart
+    ("comparative", "What's the top-rated phone of 2020?", "What's the lowest-rated phone of 2020?"),  # parts
+    ("role reversal", "If my roommate's dog bites my cat, who pays the vet?",
+     "If my dog bites my roommate's cat, who pays the vet?"),  # one noun moved to another owner
+    ("scope", "Where can I study statistics?", "Where can I study statistics for free?"),  # no verb after "for"
     ("negation", "Should I take ibuprofen with food?", "Should I stop taking ibuprofen with food?"),  # a verb
     ("negation", "Can I claim the deposit on my taxes?", "Can I skip the deposit on my taxes?"),  # that reverses
     ("unit", "How long should I steam broccoli?", "How many calories does steamed broccoli have?"),
@@ -84,6 +89,10 @@ def test_paraphrases_pass(verifier, stored, asked):
     ("My dataset is sorted.", "My dataset is unsorted.", False),
     ("I get paid monthly.", "I get paid every week.", False),  # a period traded
     ("I'm baking bread with whole wheat flour.", "I'm baking bread with rye flour.", False),  # WordNet kin
+    ("My hamster has mites.", "My parrot has mites.", False),  # one noun traded, the rest the same
+    ("I have a 3-month-old son.", "I have a 3-year-old son.", False),
+    ("My 3-month-old son has a cough.", "My son is 3 months old and has a cough.", True),
+    ("I'm writing a mystery novel.", "I'm working on a mystery novel.", True),  # a verb traded rewords
     ("I have a Dell XPS 13 laptop.", "My laptop is an XPS 13 from Dell.", True),
 ])
 def test_earlier_turns_must_set_the_same_scene(verifier, stored, asked, ok):

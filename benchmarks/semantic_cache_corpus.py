@@ -1,6 +1,6 @@
 """The hand-written semantic-cache evaluation corpus: labelled question pairs in a dev and a sealed test split.
 
-`load("dev")` is for tuning; `load("test")` is for reporting, once per change, and refuses a test file whose
+`load("dev")` and `load("dev2")` are for tuning; `load("test")` is for reporting, once per change, and refuses a test file whose
 sha256 is not the one recorded in SEALED.md (so a silently edited test split cannot produce figures).
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 CORPUS_DIR = Path(__file__).resolve().parent / "data" / "semantic_cache_eval"
-SPLITS = {"dev": "dev.jsonl", "test": "test.jsonl.gz"}
+SPLITS = {"dev": "dev.jsonl", "dev2": "dev2.jsonl", "test": "test.jsonl.gz"}
 _SHA_LINE = re.compile(r"^sha256:\s*([0-9a-f]{64})\s*$", re.MULTILINE)
 
 
@@ -39,5 +39,5 @@ def load(split: str, corpus_dir: Path = CORPUS_DIR) -> list[dict]:
     """Pairs of one split: dicts with id, a, b, label, kind, domain (and a_context/b_context if multi-turn)."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {sorted(SPLITS)}")
-    data = _test_bytes(corpus_dir) if split == "test" else (corpus_dir / SPLITS["dev"]).read_bytes()
+    data = _test_bytes(corpus_dir) if split == "test" else (corpus_dir / SPLITS[split]).read_bytes()
     return [json.loads(line) for line in data.decode().splitlines() if line.strip()]

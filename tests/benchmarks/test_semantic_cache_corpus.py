@@ -21,7 +21,7 @@ KEYS = {"id", "a", "b", "label", "kind", "domain"}
 
 @pytest.fixture(scope="module")
 def splits() -> dict[str, list[dict]]:
-    return {"dev": corpus.load("dev"), "test": corpus.load("test")}
+    return {"dev": corpus.load("dev"), "dev2": corpus.load("dev2"), "test": corpus.load("test")}
 
 
 def _side_key(pair: dict, side: str) -> tuple:
@@ -33,42 +33,50 @@ def _pair_key(pair: dict) -> tuple:
     return tuple(sorted([_side_key(pair, "a"), _side_key(pair, "b")]))
 
 
-def _check_turns(turns: list) -> None:
-    assert turns and turns[-1]["role"] == "assistant"
-    for t in turns:
-        assert set(t) == {"role", "content"} and t["role"] in {"user", "assistant"} and t["content"].strip()
+def _turns_ok(turns: list) -> bool:
+    return bool(turns) and turns[-1]["role"] == "assistant" and all(
+        set(t) == {"role", "content"} and t["role"] in {"user", "assistant"} and bool(t["content"].strip())
+        for t in turns)
+
+
+def _schema_ok(p: dict) -> bool:
+    multi = p["kind"].endswith("multiturn")
+    return (set(p) == KEYS | ({"a_context", "b_context"} if multi else set()) and p["kind"] in PARA | NEG
+            and p["label"] == (1 if p["kind"] in PARA else 0)
+            and bool(p["a"].strip() and p["b"].strip() and p["domain"].strip())
+            and len(p["a"].split()) <= 40 and len(p["b"].split()) <= 40
+            and (not multi or (_turns_ok(p["a_context"]) and _turns_ok(p["b_context"]))))
 
 
 def test_every_pair_has_the_schema(splits):
+    # Each check is a plain bool and the message the pair's id: a failure never prints the sealed pairs.
     for pairs in splits.values():
         for p in pairs:
-            multi = p["kind"].endswith("multiturn")
-            assert set(p) == KEYS | ({"a_context", "b_context"} if multi else set()), p["id"]
-            assert p["kind"] in PARA | NEG, p["id"]
-            assert p["label"] == (1 if p["kind"] in PARA else 0), p["id"]
-            assert p["a"].strip() and p["b"].strip() and p["domain"].strip(), p["id"]
-            assert len(p["a"].split()) <= 40 and len(p["b"].split()) <= 40, p["id"]
-            if multi:
-                _check_turns(p["a_context"])
-                _check_turns(p["b_context"])
+            ok = _schema_ok(p)
+            assert ok, p["id"]
 
 
 def test_counts_cover_every_kind_in_both_splits(splits):
+    # Sizes as plain ints: a failing assert must never print the sealed split's pairs.
     dev, test = splits["dev"], splits["test"]
-    assert len(dev) + len(test) >= 1200
-    for pairs in (dev, test):
+    n_dev, n_dev2, n_test = len(dev), len(splits["dev2"]), len(test)
+    assert n_dev + n_test >= 1200 and n_dev2 >= 390
+    for pairs in (dev, splits["dev2"], test):
         assert set(Counter(p["kind"] for p in pairs)) == PARA | NEG
     labels = Counter(p["label"] for p in dev + test)
     assert 0.4 <= labels[1] / (labels[0] + labels[1]) <= 0.6
 
 
 def test_no_duplicate_ids_or_pairs_and_no_cross_split_overlap(splits):
-    everything = splits["dev"] + splits["test"]
-    assert len({p["id"] for p in everything}) == len(everything)
+    everything = splits["dev"] + splits["dev2"] + splits["test"]
+    n_ids, n_pairs = len({p["id"] for p in everything}), len(everything)
+    assert n_ids == n_pairs
     keys = [_pair_key(p) for p in everything]
-    assert len(set(keys)) == len(keys)
-    dev_keys = {_pair_key(p) for p in splits["dev"]}
-    assert not dev_keys & {_pair_key(p) for p in splits["test"]}
+    n_keys = len(set(keys))
+    assert n_keys == n_pairs
+    dev_keys = {_pair_key(p) for p in splits["dev"] + splits["dev2"]}
+    shared = len(dev_keys & {_pair_key(p) for p in splits["test"]})  # a count: never the pairs themselves
+    assert shared == 0
 
 
 def test_test_split_matches_its_seal():

@@ -146,6 +146,7 @@ SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in
     "tip advice suggestion recommendation",
     "benefit advantage",
     "drawback disadvantage downside",
+    "autumn fall",
 ))
 
 # Directional words: "X than Y", "from X to Y", "X vs Y" name two things in an order that matters.

@@ -25,6 +25,13 @@ COURTESY = (
     "thank you", "thanks", "lol", "ok so", "okay so", "anyway", "even", "exactly", "kindly", "please", "pls", "plz",
     "is it able to", "be able to", "in simple terms", "in very simple terms", "in plain english",
     "excuse me", "sorry to bother you", "quick one", "quick question", "hey there", "respected assistant",
+    # More of the same, formal and casual: frames and fillers that never change what is asked.
+    "dear assistant", "hello assistant", "respectfully", "my apologies for the bother", "sorry for the bother",
+    "sorry if this is a dumb question", "sorry if this is basic", "i would be most grateful if you could",
+    "i would be very grateful if you could", "might i trouble you for", "i'd appreciate guidance on",
+    "i would appreciate guidance on", "i'd appreciate it if you could", "i would appreciate it if you could",
+    "i hope you're well", "i hope you are well", "i'm wondering", "i am wondering", "may i ask",
+    "quick q", "yo", "sup", "omg", "ugh", "bro", "dude", "hey so", "so like", "pls help", "please help", "help me",
 )
 # Whole-word rewrites.
 REWRITES = {
@@ -36,6 +43,7 @@ REWRITES = {
     "get rid of": "remove", "come up with": "create", "set up": "setup", "find out": "find",
     "look up": "find", "figure out": "find", "most recent": "latest", "how come": "why",
     "percent": "%", "per cent": "%", "percentage": "%", "unable to": "can't",
+    "w/o": "without", "w/": "with", "b/c": "because", "bc": "because", "tho": "though", "rn": "right now",
     "on what date": "when", "what date": "when", "the date": "when", "at what time": "when",
 }
 

@@ -5,8 +5,11 @@ below the threshold before any check could accept it.
 Only the search's input changes: the stored question, the exact tier and the verifier (which matches typos
 itself, alignment.py) keep the text as written, so a mended word can bring a candidate up, never serve one.
 A word is mended only when it is unknown (not a whole word of the embedder's vocabulary, not a WordNet
-lemma), at least five letters, and exactly one vocabulary word is within one edit of it (a swap of two
-neighbours is one edit; found with a table of one-letter deletions, so a lookup costs a few dict reads).
+lemma) and either two neighbouring letters swapped give exactly one vocabulary word (from four letters:
+"dgos", "trian"), or, from five letters, exactly one vocabulary word is within one edit of it (found with a
+table of one-letter deletions, so a lookup costs a few dict reads). Case is ignored, as the (uncased)
+embedder ignores it: "PayPal" and "paypal" are mended alike (to "papal", as it happens), so the two still
+meet in the search; what the verifier compares is the text as written.
 """
 from __future__ import annotations
 
@@ -33,14 +36,20 @@ class Speller:
                     self._deletes.setdefault(d, []).append(word)
 
     def correct(self, text: str) -> str:
-        """The text with each unknown lower-case word of `min_length`+ letters replaced by its one
-        vocabulary neighbour; words with none or several are left as they are."""
+        """The text with each unknown word replaced by its one vocabulary neighbour (lower-cased); words
+        with none or several are left as they are."""
         return _TOKEN.sub(lambda m: self._word(m.group(0)), text)
 
     def _word(self, token: str) -> str:
         word = token.lower()
-        if len(word) < self.min_length or token != word or word in self._words or self._known(word):
-            return token  # short, capitalised (a name, an acronym), or a real word
+        if len(word) < 4 or word in self._words or self._known(word):
+            return token  # short, or a real word
+        # Two neighbours swapped is the commonest slip, and the least ambiguous: tried first, from 4 letters.
+        swaps = {word[:i] + word[i + 1] + word[i] + word[i + 2:] for i in range(len(word) - 1)} & self._words
+        if len(swaps) == 1:
+            return swaps.pop()
+        if len(word) < self.min_length:
+            return token
         candidates = set(self._deletes.get(word, ()))
         for d in _deletions(word):
             if d in self._words:

@@ -75,8 +75,27 @@ def content_words(text: str) -> tuple[Word, ...]:
         if not tok[0].isalnum() or tok in STOPWORDS or tok in DIRECTIONAL or stem(tok) in _STOP_STEMS \
                 or IRREGULAR.get(tok) in STOPWORDS or (tok.endswith("ing") and tok[:-3] + "e" in STOPWORDS):
             continue
-        out.append(Word(tok, stem(tok), i, _closed_class(tok)))
+        closed = _closed_class(tok)
+        if tok in _SEASON_OR_VERB and not _season(toks, i):
+            closed = None  # "the fall of Rome", "a spring in the hinge"
+        out.append(Word(tok, stem(tok), i, closed))
     return tuple(out)
+
+
+_SEASON_OR_VERB = frozenset({"fall", "spring", "march"})
+_BEFORE_A_TIME = frozenset({"in", "this", "last", "next", "every", "each", "during", "until", "since", "by",
+                            "early", "late", "mid", "of"})
+
+
+def _season(toks: list[str], i: int) -> bool:
+    """'fall', 'spring' and 'march' name a time only where one fits: 'in (the) fall', 'last spring',
+    'march 3', 'spring break'."""
+    before = toks[i - 1] if i > 0 else ""
+    if before == "the" and i > 1:
+        before = toks[i - 2] if toks[i - 2] in _BEFORE_A_TIME else ""
+    after = toks[i + 1] if i + 1 < len(toks) else ""
+    return before in _BEFORE_A_TIME or after in PERIODS or after in {"break", "semester", "term"} \
+        or after[:1].isdigit()
 
 
 _MARKER_GROUPS = {"to": "to", "into": "to", "vs": "vs", "versus": "vs", "against": "vs"}

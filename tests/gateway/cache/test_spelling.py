@@ -3,7 +3,8 @@ import pytest
 
 from gateway.cache.spelling import Speller
 
-VOCABULARY = ["exceptions", "research", "python", "mushrooms", "string", "integer", "bumpy", "lumpy", "handle"]
+VOCABULARY = ["exceptions", "research", "python", "mushrooms", "string", "integer", "bumpy", "lumpy", "handle",
+              "dogs", "card"]
 
 
 @pytest.fixture
@@ -16,6 +17,8 @@ def speller() -> Speller:
     ("a reserach paper", "a research paper"),  # two letters swapped
     ("fresh mushroomms", "fresh mushrooms"),  # a letter too many
     ("convert a strimg", "convert a string"),  # a letter changed
+    ("why do dgos bark", "why do dogs bark"),  # a swap, from four letters
+    ("Pyhton and Exeptions", "python and exceptions"),  # case ignored, as the uncased embedder does
 ])
 def test_one_edit_from_one_word_is_mended(speller, typed, meant):
     assert speller.correct(typed) == meant
@@ -23,7 +26,7 @@ def test_one_edit_from_one_word_is_mended(speller, typed, meant):
 
 @pytest.mark.parametrize("text", [
     "install numpy",  # "bumpy" and "lumpy" are both one edit away: ambiguous, left alone
-    "Pyhton and Exeptions",  # capitalised: a name or the start of a sentence, left alone
+    "my crda",  # four letters and no swap gives a word: left alone ("crad" would be "card")
     "my hedgehogs",  # a real word the vocabulary lacks
     "abcd",  # shorter than five letters
     "pythonic zzzzzzzz",  # nothing within one edit

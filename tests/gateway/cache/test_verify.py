@@ -38,6 +38,7 @@ def verifier(embedder) -> Verifier:
     ("role reversal", "Can a type B donor give to type AB?", "Can a type AB donor give to type B?"),
     ("comparative", "What is the most visited museum in Paris?", "What is the least visited museum in Paris?"),
     ("time", "What were the tax brackets this year?", "What were the tax brackets last year?"),  # "this" + period
+    ("time", "Is Kyoto crowded in the fall?", "Is Kyoto crowded in spring?"),  # seasons where a time fits
     ("time", "What was the jobless rate last month?", "What was the jobless rate this month?"),
     ("scope", "How do I lose weight safely?", "How do I lose weight?"),  # a manner adverb narrows
     ("scope", "What's a good gaming laptop?", "What's a good laptop?"),  # so does a noun
@@ -76,6 +77,9 @@ def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     ("How do I cancel a self-assessment return?", "How do I cancel a self assessment return?"),  # hyphen
     ("What is a hedge fund?", "wat is a hedge fund"),  # chat shorthand
     ("What percentage of the body is water?", "What percent of the body is water?"),
+    ("Dear assistant, how do I descale a kettle?", "yo how do i descale a kettle"),  # frames and slang
+    ("How do I clean an oven without baking soda?", "how do i clean an oven w/o baking soda"),
+    ("Why do birds migrate in autumn?", "Why do birds migrate in the fall?"),
     ("How long should I steam broccoli?", "How many minutes should I steam broccoli?"),  # the duration asked
     ("When did the Second Punic War end?", "When did the second Punic War end?"),  # an ordinal, not seconds
 ])
@@ -145,3 +149,12 @@ def test_the_embedder_alone_does_not_make_two_dictionary_words_one():
     assert Aligner(_NearVectors(), AlignmentConfig(vectors_over_wordnet=True)).refusal(asked, stored) is None
     # Words WordNet lacks (names, jargon) are still the embedder's call.
     assert Aligner(_NearVectors()).refusal("How do I use pydantic?", "How do I use attrs?") is None
+
+
+def test_seasons_are_times_only_where_a_time_fits():
+    def times(text):
+        return [w.surface for w in content_words(text) if w.closed_class == "time"]
+    assert times("What caused the fall of the Mayan civilization?") == []
+    assert times("How do I fix a spring in my mattress?") == []
+    assert times("Why do birds migrate in the fall?") == ["fall"]
+    assert times("Is Kyoto crowded in spring?") == ["spring"]

@@ -81,6 +81,10 @@ class Aligner:
         for w in left_a + left_b:
             if w.surface in _NEGATING_WORDS or _opposite(w.surface, [x.surface for x in (b if w in left_a else a)]):
                 return "negation"
+        if not any(w.closed_class == "time" for w in a + b if w.surface not in _PRESENT):
+            # "What should I do now?" asks what "What should I do?" does: the present is the default.
+            left_a = [w for w in left_a if w.surface not in _PRESENT]
+            left_b = [w for w in left_b if w.surface not in _PRESENT]
         for w in left_a + left_b:
             if w.closed_class:
                 return w.closed_class
@@ -215,6 +219,7 @@ class Aligner:
         return None
 
 
+_PRESENT = frozenset({"now", "currently", "nowadays"})
 # Verbs that negate, reverse or undo what follows them, even where WordNet lists no antonym.
 _REVERSING = frozenset("""
 skip cancel cancell remov delet undo revers stop quit avoid prevent refus fail ignor deny forget lack miss lose

@@ -43,6 +43,8 @@ REWRITES = {
     "get rid of": "remove", "come up with": "create", "set up": "setup", "find out": "find",
     "look up": "find", "figure out": "find", "most recent": "latest", "how come": "why",
     "percent": "%", "per cent": "%", "percentage": "%", "unable to": "can't",
+    "is it possible to": "can i", "is it ok to": "can i", "is it okay to": "can i", "am i allowed to": "can i",
+    "am i able to": "can i", "are we allowed to": "can we", "twice": "two times", "thrice": "three times",
     "w/o": "without", "w/": "with", "b/c": "because", "bc": "because", "tho": "though", "rn": "right now",
     "on what date": "when", "what date": "when", "the date": "when", "at what time": "when",
 }

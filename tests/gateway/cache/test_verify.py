@@ -39,6 +39,7 @@ def verifier(embedder) -> Verifier:
     ("comparative", "What is the most visited museum in Paris?", "What is the least visited museum in Paris?"),
     ("time", "What were the tax brackets this year?", "What were the tax brackets last year?"),  # "this" + period
     ("time", "Is Kyoto crowded in the fall?", "Is Kyoto crowded in spring?"),  # seasons where a time fits
+    ("time", "What was the price of gold in 2010?", "What is the price of gold now?"),  # "now" against a time
     ("time", "What was the jobless rate last month?", "What was the jobless rate this month?"),
     ("scope", "How do I lose weight safely?", "How do I lose weight?"),  # a manner adverb narrows
     ("scope", "What's a good gaming laptop?", "What's a good laptop?"),  # so does a noun
@@ -80,6 +81,9 @@ def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     ("Dear assistant, how do I descale a kettle?", "yo how do i descale a kettle"),  # frames and slang
     ("How do I clean an oven without baking soda?", "how do i clean an oven w/o baking soda"),
     ("Why do birds migrate in autumn?", "Why do birds migrate in the fall?"),
+    ("Is it possible to freeze fresh pasta?", "Can I freeze fresh pasta?"),
+    ("My toddler swallowed a coin. What should I do?", "My toddler swallowed a coin. What should I do now?"),
+    ("Should I water succulents twice a week?", "Should I water succulents two times a week?"),
     ("How long should I steam broccoli?", "How many minutes should I steam broccoli?"),  # the duration asked
     ("When did the Second Punic War end?", "When did the second Punic War end?"),  # an ordinal, not seconds
 ])

@@ -1,21 +1,24 @@
 """Aligning two questions' content words: each word must find its equivalent on the other side.
 
-A word matches when the stems are equal, when both sit in one synonym group (lexicon.SYNONYM_GROUPS),
-when one is a typo of the other (a short edit distance, and at least one of them not a dictionary word:
-"mouse" and "moose" are both words, so neither is a typo), or when the embedder finds the two words
-near-synonyms (WordVectors). What is left unmatched is a substitution (a word on each side: "dog" for
-"cat", "time" for "space", "python" for "java") or an addition (one side only: "in reverse"). Either
-refuses the hit, except an addition the embedder finds close to a word of the other side ("capital
-city" for "capital"). A closed-class word (a time, a period) left unmatched always refuses.
+A word matches when the stems or roots are equal ("differ" / "different"), when both sit in one synonym
+group (lexicon.SYNONYM_GROUPS) or share a synset among their first senses in WordNet (wordnet.py), when
+one is a typo of the other (a short edit distance, and at least one of them not a dictionary word: "mouse"
+and "moose" are both words, so neither is a typo), or, for words WordNet lacks, when the embedder finds
+the two near-synonyms (WordVectors). What is left unmatched is a substitution (a word on each side: "dog"
+for "cat", "time" for "space") or an addition (one side only: "in reverse"). Either refuses the hit,
+except an addition the embedder finds close to a word of the other side ("capital city" for "capital") or
+one restating verb ("Where is it located?"). A closed-class word (a time, a degree) or a negating prefix
+left unmatched always refuses; so does an order that trades roles (order.py).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from gateway.cache.lexicon import STOPWORDS, SYNONYM_GROUPS
+from gateway.cache.order import order_changed
 from gateway.cache.word_vectors import WordVectors
 from gateway.cache.wordnet import WordNet, shared
-from gateway.cache.words import Word, content_words, edit_distance, sides, stem, tokens
+from gateway.cache.words import Word, content_words, edit_distance, stem, tokens
 
 # stem -> the stems of its synonyms ("differs" and "difference" meet through "differ").
 _SYNONYMS: dict[str, frozenset[str]] = {}
@@ -98,8 +101,8 @@ class Aligner:
             reason = self._by_vectors(a, b, left_a, left_b)
             if reason:
                 return reason
-        if _reversed(query, candidate) or _swapped(query, candidate) or _roles_traded(query, candidate) \
-                or self._moved(query, candidate):
+        usual_pos = self.wordnet.usual_pos if self.wordnet is not None else None
+        if order_changed(query, candidate, usual_pos):
             return "order"
         return None
 
@@ -153,21 +156,6 @@ class Aligner:
             return True
         opens = w.position == 0 or (w.position > 0 and toks[w.position - 1] == "you")
         return opens and self.wordnet.has_verb_sense(w.surface)
-
-    def _moved(self, query: str, candidate: str) -> bool:
-        """The same words with one noun moved to another place: "my neighbor's tree falls on my house" /
-        "my tree falls on my neighbor's house" gives the noun another role. Paraphrases move clauses."""
-        ta = [t for t in tokens(query) if t[0].isalnum()]
-        tb = [t for t in tokens(candidate) if t[0].isalnum()]
-        if len(ta) != len(tb) or ta == tb or sorted(ta) != sorted(tb):
-            return False
-        for i, word in enumerate(ta):
-            rest = ta[:i] + ta[i + 1:]
-            for j in range(len(tb)):
-                if abs(i - j) > 1 and tb[j] == word and tb[:j] + tb[j + 1:] == rest:
-                    return word not in STOPWORDS and (self.wordnet is None or
-                                                      self.wordnet.usual_pos(word) in ("noun", None))
-        return False
 
     def _known_apart(self, x: str, y: str) -> bool:
         """Two dictionary words that WordNet does not make synonyms: the embedder's nearness alone does not
@@ -276,55 +264,4 @@ def _opposite(word: str, others: list[str]) -> bool:
     return False
 
 
-_NEGATIONS = frozenset({"not", "n't"})
 _PREPOSITIONS = frozenset("for in on at by with without from of into about".split())
-_ARTICLES = frozenset({"a", "an", "the"})
-
-
-def _swapped(query: str, candidate: str) -> bool:
-    """The same sentence with two spans traded: "Is every square a rectangle?" / "Is every rectangle a
-    square?". Only this minimal edit counts: a paraphrase that moves a clause or turns to the passive
-    ("The Mona Lisa was painted by whom?") changes the words around the spans too."""
-    # Negations leave the comparison ("isn't my refund" / "is my refund not" is the negation guard's
-    # business), and so may articles ("a prime" / "an odd number"; but "type A" / "type O" keeps its "a").
-    ta = [t for t in tokens(query) if t not in _NEGATIONS]
-    tb = [t for t in tokens(candidate) if t not in _NEGATIONS]
-    return _one_swap(ta, tb) or _one_swap([t for t in ta if t not in _ARTICLES], [t for t in tb if t not in _ARTICLES])
-
-
-def _one_swap(a: list[str], b: list[str]) -> bool:
-    if len(a) != len(b) or a == b:
-        return False
-    lo = next(i for i in range(len(a)) if a[i] != b[i])
-    hi = max(i for i in range(len(a)) if a[i] != b[i]) + 1
-    mid_a, mid_b = a[lo:hi], b[lo:hi]
-    for x in range(1, 4):
-        for y in range(1, 4):
-            if x + y <= len(mid_a) and mid_b == mid_a[len(mid_a) - y:] + mid_a[x:len(mid_a) - y] + mid_a[:x]:
-                return True
-    return False
-
-
-# Subject and object forms of each person: "Can my cat give me ringworm?" / "Can I give my cat ringworm?"
-_PERSONS = (("i", "me"), ("we", "us"), ("he", "him"), ("she", "her"), ("they", "them"))
-
-
-def _roles_traded(query: str, candidate: str) -> bool:
-    """A person who is the subject on one side and only the object on the other (and the other way round)."""
-    a, b = set(tokens(query)), set(tokens(candidate))
-    for subject, obj in _PERSONS:
-        in_a, in_b = (subject in a, obj in a), (subject in b, obj in b)
-        if in_a != in_b and in_a[0] != in_b[0] and in_a[1] != in_b[1]:
-            return True
-    return False
-
-
-def _reversed(query: str, candidate: str) -> bool:
-    """Two shared words on opposite sides of the same directional word: "X than Y" / "Y than X"."""
-    sides_a, sides_b = sides(query), sides(candidate)
-    for marker in sides_a.keys() & sides_b.keys():
-        pa, pb = sides_a[marker], sides_b[marker]
-        flipped = {w for w in pa.keys() & pb.keys() if pa[w] != pb[w]}
-        if any(pa[w] < 0 for w in flipped) and any(pa[w] > 0 for w in flipped):
-            return True
-    return False

@@ -1,0 +1,85 @@
+"""Word order that changes the answer: the same words, with roles traded ("Is every square a rectangle?" /
+"Is every rectangle a square?", "X than Y" / "Y than X", "can my cat give me" / "can I give my cat", "my
+neighbor's tree falls on my house" / "my tree falls on my neighbor's house"). Paraphrases move clauses and
+change the words around them; these checks look only for the minimal edits that trade roles.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gateway.cache.lexicon import STOPWORDS
+from gateway.cache.words import sides, tokens
+
+
+def order_changed(query: str, candidate: str, usual_pos: Callable[[str], str | None] | None = None) -> bool:
+    """True when the two questions use the same words in an order that trades roles. `usual_pos` (a word's
+    usual part of speech, WordNet's) limits the one-word move to nouns; None: any content word."""
+    return _reversed(query, candidate) or _swapped(query, candidate) or _roles_traded(query, candidate) \
+        or _moved(query, candidate, usual_pos)
+
+
+def _moved(query: str, candidate: str, usual_pos: Callable[[str], str | None] | None) -> bool:
+    """The same words with one noun moved to another place gives the noun another role."""
+    ta = [t for t in tokens(query) if t[0].isalnum()]
+    tb = [t for t in tokens(candidate) if t[0].isalnum()]
+    if len(ta) != len(tb) or ta == tb or sorted(ta) != sorted(tb):
+        return False
+    for i, word in enumerate(ta):
+        rest = ta[:i] + ta[i + 1:]
+        for j in range(len(tb)):
+            if abs(i - j) > 1 and tb[j] == word and tb[:j] + tb[j + 1:] == rest:
+                return word not in STOPWORDS and (usual_pos is None or usual_pos(word) in ("noun", None))
+    return False
+
+
+_NEGATIONS = frozenset({"not", "n't"})
+_ARTICLES = frozenset({"a", "an", "the"})
+
+
+def _swapped(query: str, candidate: str) -> bool:
+    """The same sentence with two spans traded: "Is every square a rectangle?" / "Is every rectangle a
+    square?". Only this minimal edit counts: a paraphrase that moves a clause or turns to the passive
+    ("The Mona Lisa was painted by whom?") changes the words around the spans too."""
+    # Negations leave the comparison ("isn't my refund" / "is my refund not" is the negation guard's
+    # business), and so may articles ("a prime" / "an odd number"; but "type A" / "type O" keeps its "a").
+    ta = [t for t in tokens(query) if t not in _NEGATIONS]
+    tb = [t for t in tokens(candidate) if t not in _NEGATIONS]
+    return _one_swap(ta, tb) or _one_swap([t for t in ta if t not in _ARTICLES], [t for t in tb if t not in _ARTICLES])
+
+
+def _one_swap(a: list[str], b: list[str]) -> bool:
+    if len(a) != len(b) or a == b:
+        return False
+    lo = next(i for i in range(len(a)) if a[i] != b[i])
+    hi = max(i for i in range(len(a)) if a[i] != b[i]) + 1
+    mid_a, mid_b = a[lo:hi], b[lo:hi]
+    for x in range(1, 4):
+        for y in range(1, 4):
+            if x + y <= len(mid_a) and mid_b == mid_a[len(mid_a) - y:] + mid_a[x:len(mid_a) - y] + mid_a[:x]:
+                return True
+    return False
+
+
+# Subject and object forms of each person: "Can my cat give me ringworm?" / "Can I give my cat ringworm?"
+_PERSONS = (("i", "me"), ("we", "us"), ("he", "him"), ("she", "her"), ("they", "them"))
+
+
+def _roles_traded(query: str, candidate: str) -> bool:
+    """A person who is the subject on one side and only the object on the other (and the other way round)."""
+    a, b = set(tokens(query)), set(tokens(candidate))
+    for subject, obj in _PERSONS:
+        in_a, in_b = (subject in a, obj in a), (subject in b, obj in b)
+        if in_a != in_b and in_a[0] != in_b[0] and in_a[1] != in_b[1]:
+            return True
+    return False
+
+
+def _reversed(query: str, candidate: str) -> bool:
+    """Two shared words on opposite sides of the same directional word: "X than Y" / "Y than X"."""
+    sides_a, sides_b = sides(query), sides(candidate)
+    for marker in sides_a.keys() & sides_b.keys():
+        pa, pb = sides_a[marker], sides_b[marker]
+        flipped = {w for w in pa.keys() & pb.keys() if pa[w] != pb[w]}
+        if any(pa[w] < 0 for w in flipped) and any(pa[w] > 0 for w in flipped):
+            return True
+    return False

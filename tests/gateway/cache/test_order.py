@@ -1,0 +1,29 @@
+"""Word orders that trade roles (order.py); the verifier's role-reversal cases live in test_verify.py."""
+import pytest
+
+from gateway.cache.order import order_changed
+
+
+@pytest.mark.parametrize("a,b", [
+    ("Is every square a rectangle?", "Is every rectangle a square?"),  # two spans traded
+    ("Is tea healthier than coffee?", "Is coffee healthier than tea?"),  # around a directional word
+    ("Can my cat give me ringworm?", "Can I give my cat ringworm?"),  # subject and object persons
+    ("If my friend's car hits my fence, who pays?", "If my car hits my friend's fence, who pays?"),  # a noun moved
+])
+def test_traded_roles(a, b):
+    assert order_changed(a, b)
+
+
+@pytest.mark.parametrize("a,b", [
+    ("Can I, as a student, open an account?", "As a student, can I open an account?"),  # a clause moved
+    ("From Porto, how do I get to Braga?", "How do I get to Braga from Porto?"),  # a clause moved
+    ("How do I sort a list?", "How do I sort a list?"),
+])
+def test_orders_that_keep_roles(a, b):
+    assert not order_changed(a, b)
+
+
+def test_a_moved_word_counts_only_as_a_noun_when_told_parts_of_speech():
+    a, b = "Should my sister's school pay for my laptop?", "Should my school pay for my sister's laptop?"
+    assert order_changed(a, b, usual_pos=lambda w: "noun")
+    assert not order_changed(a, b, usual_pos=lambda w: "adv")

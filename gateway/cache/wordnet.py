@@ -5,9 +5,10 @@ files each synset's hypernyms and antonyms. Only the files are used (parsed here
 
 Two words are **synonyms** when one of the first `senses` senses of each is the same synset ("purchase"
 and "buy"; "learn" and "teach" share a synset only in learn's fifth sense, so they are not). Two nouns are
-**kin** (co-hyponyms: "dog" and "cat", "wheat" and "rye") when one of the first senses of each, a thing or a property, has a
-hypernym in common within two steps and neither is the other's hypernym ("UK" is a kingdom), and **opposites** when WordNet lists them as antonyms ("deep" and
-"shallow"). Words of one kind are different answers however close the embedder puts them.
+**kin** (co-hyponyms: "dog" and "cat", "wheat" and "rye") when one of the first senses of each, a thing or a
+property, has a hypernym in common within two steps and neither is the other's hypernym ("UK" is a
+kingdom), and **opposites** when WordNet lists them as antonyms ("deep" and "shallow"). Words of one kind
+are different answers however close the embedder puts them.
 
 Inflected forms are reduced to their lemmas first with WordNet's own exception lists and its suffix rules.
 """
@@ -48,7 +49,7 @@ _shared_lock = threading.Lock()
 
 
 def shared(root: Path | None = None) -> "WordNet | None":
-    """One loaded WordNet per process (its tables are ~100 MB): the installed package's unless `root`;
+    """One loaded WordNet per process (its tables take ~55 MB): the installed package's unless `root`;
     None when neither exists."""
     root = root or default_root()
     if root is None:

@@ -32,6 +32,8 @@ from gateway.cache.word_vectors import WordVectors, embed_many
 from gateway.embedding.embedder import Embedder
 
 log = logging.getLogger(__name__)
+# Start-up milestones go where the operator sees them (tollgate.* loggers are the gateway's JSON log).
+startup_log = logging.getLogger("tollgate.cache")
 
 # (model, prompt_tokens, completion_tokens) -> money a hit saved versus generating.
 Savings = Callable[[str, int, int], float]
@@ -305,10 +307,11 @@ class SemanticCache:
         try:
             added = self.warm(self._warm_stop)
         except Exception:
-            log.warning("semantic cache: warming the verifier failed; lookups embed words as needed",
-                        exc_info=True)
+            startup_log.warning("semantic cache: warming the verifier failed; lookups embed words as needed",
+                                exc_info=True)
             return
-        log.info("semantic cache: verifier warm (%d word vectors) in %.1f s", added, time.perf_counter() - started)
+        startup_log.info("semantic cache: verifier warm", extra={
+            "word_vectors": added, "seconds": round(time.perf_counter() - started, 1)})
 
     def _similarity(self, a: str, b: str) -> float:
         x, y = embed_many(self.embedder, [a, b])

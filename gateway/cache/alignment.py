@@ -117,9 +117,7 @@ class Aligner:
         """Each side has exactly one content word the other lacks, both nouns (or names WordNet lacks), and
         the rest is the same: the minimal edit of a hard negative ("My cat has fleas." / "My rabbit has
         fleas."). A traded verb is how scenes get reworded ("I'm writing" / "I'm working on")."""
-        a, b = content_words(query), content_words(candidate)
-        left_a = [w for w in a if not any(self._same(w, x) for x in b)]
-        left_b = [w for w in b if not any(self._same(w, x) for x in a)]
+        left_a, left_b = self._unmatched(query, candidate)
         if len(left_a) != 1 or len(left_b) != 1:
             return False
         return self.wordnet is None or all(self.wordnet.usual_pos(w.surface) in ("noun", None)
@@ -128,10 +126,14 @@ class Aligner:
     def kind_traded(self, query: str, candidate: str) -> bool:
         """A word of one side is traded for another thing of the same kind on the other (WordNet kin or
         opposites: "whole wheat flour" / "rye flour"), whatever else was reworded."""
-        a, b = content_words(query), content_words(candidate)
-        left_a = [w for w in a if not any(self._same(w, x) for x in b)]
-        left_b = [w for w in b if not any(self._same(w, x) for x in a)]
+        left_a, left_b = self._unmatched(query, candidate)
         return any(self._one_kind(x.surface, y.surface) for x in left_a for y in left_b)
+
+    def _unmatched(self, query: str, candidate: str) -> tuple[list[Word], list[Word]]:
+        """Each side's content words with no equivalent on the other (no noise allowance)."""
+        a, b = content_words(query), content_words(candidate)
+        return [w for w in a if not any(self._same(w, x) for x in b)], \
+            [w for w in b if not any(self._same(w, x) for x in a)]
 
     def prepare(self, text: str) -> None:
         """Embed the text's content words now (the table keeps them for later lookups)."""

@@ -25,7 +25,7 @@ def test_policy_for_fills_unset_tenant_columns_with_defaults():
 
 
 def test_default_threshold_is_the_evaluated_one():
-    assert TenantCachePolicy().threshold == DEFAULT_THRESHOLD == 0.75
+    assert TenantCachePolicy().threshold == DEFAULT_THRESHOLD == 0.60
 
 
 def test_the_default_policy_keeps_a_finite_cap():

@@ -51,7 +51,7 @@ class SemanticCache:
         self._savings = savings
         # The guards, then the content-word alignment, on every candidate above the threshold.
         self.verifier = verifier or Verifier(Aligner(WordVectors(embedder), self.config.alignment), guards,
-                                             similarity=self._similarity)
+                                             similarity=self._similarity, mend=self.guard_text)
         # A sampled fraction of hits is answered again by the model (live_check.py); disagreements
         # tighten the tenant's threshold (audit.py).
         self.audit = AccuracyAudit(self.config.audit)
@@ -270,6 +270,13 @@ class SemanticCache:
 
     def search_text(self, text: str) -> str:
         """What is embedded for the vector search: the question with its typos mended (spelling.py)."""
+        return self._spell().correct(text)
+
+    def guard_text(self, text: str) -> str:
+        """What the verifier's guards read: the question with its lower-case typos mended (spelling.py)."""
+        return self._spell().correct(text, lowercase_only=True)
+
+    def _spell(self) -> Speller:
         speller = self._speller
         if speller is None:
             with self._lock:
@@ -280,7 +287,7 @@ class SemanticCache:
                     self._speller = Speller(vocabulary() if callable(vocabulary) else (),
                                             known=wordnet.known if wordnet is not None else None)
                 speller = self._speller
-        return speller.correct(text)
+        return speller
 
     def warm(self, stop: threading.Event | None = None) -> int:
         """Load what verification reads (WordNet's tables, the vocabulary's word vectors) so that no

@@ -2,8 +2,11 @@
 word pieces that pull the embedding away from the question the user meant, so a typed paraphrase fell
 below the threshold before any check could accept it.
 
-Only the search's input changes: the stored question, the exact tier and the verifier (which matches typos
-itself, alignment.py) keep the text as written, so a mended word can bring a candidate up, never serve one.
+The search's input is mended whole. The stored question and the exact tier keep the text as written; the
+verifier's rule-based guards (numbers, units, negation, entities: guards.py) read both sides with their
+lower-case words mended (`correct(text, lowercase_only=True)`: "withuot", "celcius", "wrold cup"), so a
+typed negation or unit is still counted; capitalised words are left as typed, so no name is turned into
+another; the content-word alignment reads the words as written (it matches typos itself, alignment.py).
 A word is mended only when it is unknown (not a whole word of the embedder's vocabulary, not a WordNet
 lemma) and either two neighbouring letters swapped give exactly one vocabulary word (from four letters:
 "dgos", "trian"), or, from five letters, exactly one vocabulary word is within one edit of it (found with a
@@ -35,9 +38,11 @@ class Speller:
                 for d in _deletions(word):
                     self._deletes.setdefault(d, []).append(word)
 
-    def correct(self, text: str) -> str:
+    def correct(self, text: str, lowercase_only: bool = False) -> str:
         """The text with each unknown word replaced by its one vocabulary neighbour (lower-cased); words
-        with none or several are left as they are."""
+        with none or several are left as they are, and so are words with a capital when `lowercase_only`."""
+        if lowercase_only:
+            return _TOKEN.sub(lambda m: self._word(m.group(0)) if m.group(0).islower() else m.group(0), text)
         return _TOKEN.sub(lambda m: self._word(m.group(0)), text)
 
     def _word(self, token: str) -> str:

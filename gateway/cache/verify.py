@@ -21,15 +21,18 @@ CONTEXT_SIMILARITY = 0.72
 
 class Verifier:
     def __init__(self, aligner: Aligner | None, guards: dict[str, Guard] = GUARDS,
-                 similarity: Callable[[str, str], float] | None = None) -> None:
+                 similarity: Callable[[str, str], float] | None = None,
+                 mend: Callable[[str], str] | None = None) -> None:
         self.aligner = aligner  # None: the guards alone (the cache before verification)
         self.guards = guards
         self.similarity = similarity  # cosine of two texts' embeddings, for earlier turns; None: not checked
+        # Typos mended in what the guards read ("withuot" still negates); None: the text as written.
+        self.mend = mend or (lambda text: text)
 
     def refusal(self, query: str, candidate: str) -> str | None:
         """None when the candidate may answer the query; else the name of the check that refused it."""
         query, candidate = plain(query), plain(candidate)
-        failed = first_disagreement(query, candidate, self.guards)
+        failed = first_disagreement(self.mend(query), self.mend(candidate), self.guards)
         if failed is not None or self.aligner is None:
             return failed
         reason = self.aligner.refusal(query, candidate)
@@ -45,7 +48,7 @@ class Verifier:
         if not self.guards:
             return None  # the bare-cosine baseline
         earlier, stored = plain(earlier), plain(stored)
-        failed = first_disagreement(earlier, stored, {**CONTEXT_GUARDS, **{
+        failed = first_disagreement(self.mend(earlier), self.mend(stored), {**CONTEXT_GUARDS, **{
             k: v for k, v in self.guards.items() if k not in CONTEXT_GUARDS}})
         if failed is not None:
             return "context:" + failed

@@ -233,6 +233,17 @@ async def test_typos_are_mended_for_the_search_only(cache, policy):
     assert (await cache.lookup(ask("how do i handle exeptions in python"), policy)).status == "miss"
 
 
+async def test_the_guards_read_typed_negations_mended(cache, policy):
+    """"withuot" still negates: the guards read lower-case typos mended, so a typed paraphrase passes and a
+    typed negative is still refused; capitalised words are left as typed."""
+    assert cache.guard_text("can i retrun it withuot a reciept") == "can i return it without a receipt"
+    assert cache.guard_text("Exeptions in Pyhton") == "Exeptions in Pyhton"
+    await cache.store(ask("Can I return an item without a receipt?"), policy, **ANSWER)
+    assert (await cache.lookup(ask("can i retrun an item withuot a reciept"), policy)).status == "hit"
+    await cache.store(ask("Can I return an item with a receipt?", tenant="t2"), policy, **ANSWER)
+    assert (await cache.lookup(ask("can i retrun an item withuot a reciept", tenant="t2"), policy)).status == "miss"
+
+
 def test_warm_loads_the_verifier_ahead_of_lookups(cache):
     vectors = cache.verifier.aligner.vectors
     assert len(vectors._known) > 20_000  # warm() embeds the embedder's whole-word vocabulary (~15 s): a

@@ -145,7 +145,8 @@ class Aligner:
         if self._typo(x.surface, y.surface) or _derived(x.surface, y.surface):
             return True
         return self.wordnet is not None and not (x.closed_class or y.closed_class) \
-            and not (x.surface.isdigit() or y.surface.isdigit()) and self.wordnet.synonyms(x.surface, y.surface)
+            and not (x.surface.isdigit() or y.surface.isdigit()) \
+            and (self.wordnet.synonyms(x.surface, y.surface) or self.wordnet.derived(x.surface, y.surface))
 
     def _light(self, w: Word, toks: list[str]) -> bool:
         """An added word that restates rather than narrows: a verb by WordNet's usual use, or any word with a

@@ -83,6 +83,7 @@ class WordNet:
         self._tagged: dict[str, dict[str, int]] = {}  # lemma -> how often its senses were tagged in SemCor
         self._hypernyms: dict[int, tuple[int, ...]] = {}  # noun synset -> its hypernyms
         self._antonyms: dict[int, frozenset[int]] = {}  # synset -> the synsets its words are antonyms of
+        self._derivations: dict[int, frozenset[int]] = {}  # synset -> synsets of words derived from its words
         self._things: set[int] = set()  # noun synsets of things and properties (_KIN_FILES)
 
     def load(self) -> None:
@@ -113,6 +114,13 @@ class WordNet:
         self.load()
         sa, sb = self._synsets(a), self._synsets(b)
         return any(self._antonyms.get(s, frozenset()) & sb for s in sa)
+
+    def derived(self, a: str, b: str) -> bool:
+        """A first sense of one is a form WordNet derives from a first sense of the other, across parts of
+        speech ("invade" / "invasion", "renew" / "renewal", "vaccinate" / "vaccine")."""
+        self.load()
+        sa, sb = self._synsets(a), self._synsets(b)
+        return any(self._derivations.get(s, frozenset()) & sb for s in sa)
 
     def kin(self, a: str, b: str) -> bool:
         """Two different nouns under a common hypernym within `kin_depth` steps (co-hyponyms), neither
@@ -225,6 +233,8 @@ class WordNet:
                         hypernyms.append(target_key)
                     elif symbol == "!":
                         self._antonyms[me] = self._antonyms.get(me, frozenset()) | {target_key}
+                    elif symbol == "+":
+                        self._derivations[me] = self._derivations.get(me, frozenset()) | {target_key}
                 if hypernyms:
                     self._hypernyms[me] = tuple(hypernyms)
 

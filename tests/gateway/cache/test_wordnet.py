@@ -35,6 +35,12 @@ def test_kin_and_opposites(wordnet):
     assert not wordnet.opposites("deep", "profound")
 
 
+def test_derived_forms(wordnet):
+    assert wordnet.derived("invade", "invasion") and wordnet.derived("renewal", "renew")
+    assert wordnet.derived("vaccinated", "vaccine")  # an inflected form reaches its lemma first
+    assert not wordnet.derived("teach", "learn") and not wordnet.derived("dog", "cat")
+
+
 def test_parts_of_speech(wordnet):
     assert wordnet.usual_pos("explain") == "verb" and wordnet.usual_pos("oven") == "noun"
     assert wordnet.usual_pos("safely") == "adv" and wordnet.usual_pos("zzzq") is None

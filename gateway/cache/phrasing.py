@@ -46,6 +46,9 @@ REWRITES = {
     "is it possible to": "can i", "is it ok to": "can i", "is it okay to": "can i", "am i allowed to": "can i",
     "am i able to": "can i", "are we allowed to": "can we", "twice": "two times", "thrice": "three times",
     "w/o": "without", "w/": "with", "b/c": "because", "bc": "because", "tho": "though", "rn": "right now",
+    "led to": "caused", "lead to": "cause", "leads to": "causes", "leading to": "causing",
+    "throw up": "vomit", "throws up": "vomits", "threw up": "vomited", "throwing up": "vomiting",
+    "learn by heart": "memorize", "learning by heart": "memorizing",
     "on what date": "when", "what date": "when", "the date": "when", "at what time": "when",
 }
 

@@ -86,6 +86,10 @@ def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     ("Should I water succulents twice a week?", "Should I water succulents two times a week?"),
     ("How long should I steam broccoli?", "How many minutes should I steam broccoli?"),  # the duration asked
     ("When did the Second Punic War end?", "When did the second Punic War end?"),  # an ordinal, not seconds
+    ("Why did the invasion of Crete fail?", "Why did invading Crete fail?"),  # a derived form
+    ("Is olive oil good for frying?", "Is olive oil effective for frying?"),  # common synonyms
+    ("What led to the French Revolution?", "What caused the French Revolution?"),
+    ("Why does my cat keep throwing up?", "Why does my cat keep vomiting?"),
 ])
 def test_paraphrases_pass(verifier, stored, asked):
     assert verifier.refusal(asked, stored) is None

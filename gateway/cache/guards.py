@@ -53,6 +53,7 @@ class Features:
     poles: frozenset[tuple[str, str]]  # (concept, "+"|"-")
     entities: tuple[str, ...]  # case-folded, in order of appearance
     roles: tuple[tuple[str, str | None], ...] = ()  # (entity, the preposition before it, if any)
+    unit_roles: tuple[tuple[str, str | None], ...] = ()  # (unit with no number, its preposition), sorted
 
 
 def _tokens(text: str) -> list[str]:
@@ -79,7 +80,8 @@ def _numbers(words: list[str]) -> tuple[str, ...]:
                 i += 1
             out.append(value)
         elif w in NUMBER_WORDS or (w in SCALE_WORDS and out and out[-1].isdigit()):
-            if w == "one" and i > 0 and words[i - 1] in ONE_AS_PRONOUN_AFTER:
+            nxt = words[i + 1] if i + 1 < len(words) else ""
+            if w == "one" and ((i > 0 and words[i - 1] in ONE_AS_PRONOUN_AFTER) or _pronoun_one(words, i, nxt)):
                 i += 1
                 continue
             total, current = 0, 0
@@ -109,10 +111,21 @@ def _numbers(words: list[str]) -> tuple[str, ...]:
                 near_number = out and (nxt[:1].isdigit() or nxt in NUMBER_WORDS or op == "%")
                 if op and near_number and i > 0 and (words[i - 1][:1].isdigit() or words[i - 1] in NUMBER_WORDS):
                     out.append(op)
-            i += 1
-            continue
+                i += 1
+            continue  # past the phrase or the word, not one further ("12 multiplied by 17": the 17 counts)
         i += 1
     return tuple(out)
+
+
+# "one at 18% and one at 25%", "merge them into one": "one" stands for a thing named elsewhere.
+_ONE_AS_PRONOUN_BEFORE = frozenset({"at", "with", "that", "who", "which", "", ".", ",", "?", "!", ";", ":"})
+
+
+def _pronoun_one(words: list[str], i: int, nxt: str) -> bool:
+    """"one" before a preposition or at a clause's end, and not the end of a sum ("two plus one")."""
+    before = words[i - 1] if i > 0 else ""
+    return nxt in _ONE_AS_PRONOUN_BEFORE and before not in OPERATORS and not _is_number(before) \
+        and before not in ("by", "power")
 
 
 def _is_number(word: str) -> bool:
@@ -150,6 +163,19 @@ def _units(words: list[str]) -> tuple[tuple, tuple]:
         else:
             free.append(unit)
     return tuple(bound), tuple(sorted(free) if bound else free)
+
+
+def _unit_roles(words: list[str]) -> tuple[tuple[str, str | None], ...]:
+    """Each unit with no number next to it and the preposition at most 3 words before it: "how many cups
+    are in a gallon" and "in a gallon, how many cups" both give (cup, None), (gallon, "in")."""
+    out = []
+    for i, w in enumerate(words):
+        unit = _UNITS.get(w)
+        if unit is None or (i > 0 and _is_number(words[i - 1])):
+            continue
+        before = words[max(0, i - 3):i]
+        out.append((unit, next((p for p in reversed(before) if p in _PREPOSITIONS), None)))
+    return tuple(sorted(out, key=lambda r: (r[0], r[1] or "")))
 
 
 def _negated(words: list[str]) -> bool:
@@ -226,6 +252,7 @@ def features(text: str) -> Features:
         poles=_poles(words),
         entities=(entities := _entities(tokens)),
         roles=_roles(tokens, entities),
+        unit_roles=_unit_roles(words),
     )
 
 
@@ -246,6 +273,9 @@ def units_agree(a: Features, b: Features) -> bool:
     number is what the other side's "how long" asks for ("How many minutes do I boil an egg?")."""
     if a.units == b.units:
         return True
+    if a.units[0] == b.units[0] and a.unit_roles == b.unit_roles and a.unit_roles \
+            and sorted(a.units[1]) == sorted(b.units[1]):
+        return True  # the units moved, each with its preposition: the same direction
     for x, y in ((a, b), (b, a)):
         if x.units[0] == y.units[0] and not y.units[1] and x.units[1] \
                 and set(x.units[1]) <= _DURATIONS and "how long" in y.text:

@@ -22,6 +22,12 @@ def agree(guard, a: str, b: str) -> bool:
     ("Sort 1 million rows", "Sort one million rows", True),
     ("Sort 2 million rows", "Sort 2 thousand rows", False),
     ("Bake a cake to serve eight.", "Bake a cake for 8", True),  # a full stop after the number word
+    ("What is 12 multiplied by 17?", "What is 12 times 17?", True),  # the number after a two-word operator
+    ("What is 12 multiplied by 17?", "What is 12 multiplied by 71?", False),
+    ("Two loans, one at 4% and one at 6%.", "Two loans at 4% and 6%.", True),  # "one" for a thing named
+    ("Can I merge the two files into one?", "Can I merge the two files?", True),
+    ("What is two plus one?", "What is two plus?", False),  # the end of a sum is a number
+    ("Can I bring one bag?", "Can I bring two bags?", False),
 ])
 def test_numbers(a, b, ok):
     assert agree(numbers_agree, a, b) is ok
@@ -35,6 +41,9 @@ def test_numbers(a, b, ok):
     ("How many GB is 4096 MB?", "How many MB is 4096 GB?", False),
     ("Convert 5 kg to pounds", "Convert 5 kilograms to lbs", True),
     ("I have had a cough for three weeks.", "For 3 weeks I have had a cough", True),
+    ("How many cups are in a gallon?", "In a gallon, how many cups are there?", True),  # each keeps its "in"
+    ("How many cups are in a gallon?", "How many gallons are in a cup?", False),
+    ("Convert cups to gallons", "To gallons, convert cups", True),
 ])
 def test_units(a, b, ok):
     assert agree(units_agree, a, b) is ok

@@ -28,6 +28,7 @@ way ways thing things kind city between appear seem able used take
 sorry excuse bother whether possibly hoping guys yo calculate compute determine purpose recipe
 get got gets getting make makes made
 typically normally fully completely entirely anymore totally truly honestly literally
+approximately roughly around
 any some all each every much many lot lots more most
 s t re ve ll d m
 """.split())
@@ -129,7 +130,6 @@ SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in
     "cost price",
     "correct right proper",
     "job occupation",
-    "method approach technique",
     "picture image photo",
     "movie film",
     "doctor physician",
@@ -143,7 +143,6 @@ SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in
     "folder directory",
     "pc computer",
     "purpose point goal",
-    "tip advice suggestion recommendation",
     "benefit advantage",
     "drawback disadvantage downside",
     "autumn fall",
@@ -180,10 +179,13 @@ SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in
     "exhausted tired drained fatigued",
     "tiredness fatigue exhaustion",
     "consequence result outcome",
-    "method approach technique strategy",
-    "tip advice suggestion recommendation trick",
+    "method approach technique strategy tip advice suggestion recommendation trick",
     "scared afraid frightened",
-    "end finish",
+    "end finish complete",
+    "constantly always continuously",
+    "eat consume",
+    "visit go",
+    "visit see",
     "see view",
     "talk speak",
     "answer reply respond response",

@@ -49,6 +49,15 @@ REWRITES = {
     "led to": "caused", "lead to": "cause", "leads to": "causes", "leading to": "causing",
     "throw up": "vomit", "throws up": "vomits", "threw up": "vomited", "throwing up": "vomiting",
     "learn by heart": "memorize", "learning by heart": "memorizing",
+    "the whole time": "constantly", "all the time": "constantly", "at all times": "always",
+    "make sure": "ensure", "making sure": "ensuring", "in order to": "to",
+    "take place": "happen", "takes place": "happens", "took place": "happened", "taking place": "happening",
+    "give away": "reveal", "gives away": "reveals", "gave away": "revealed", "giving away": "revealing",
+    "from largest to smallest": "in descending order", "from biggest to smallest": "in descending order",
+    "from highest to lowest": "in descending order", "from smallest to largest": "in ascending order",
+    "from lowest to highest": "in ascending order", "from smallest to biggest": "in ascending order",
+    "what are my options": "what can i do", "what options do i have": "what can i do",
+    "what options are available to me": "what can i do", "what are my next steps": "what should i do",
     "on what date": "when", "what date": "when", "the date": "when", "at what time": "when",
 }
 

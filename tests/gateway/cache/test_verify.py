@@ -90,6 +90,10 @@ def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     ("Is olive oil good for frying?", "Is olive oil effective for frying?"),  # common synonyms
     ("What led to the French Revolution?", "What caused the French Revolution?"),
     ("Why does my cat keep throwing up?", "Why does my cat keep vomiting?"),
+    ("How do I sort files from biggest to smallest?", "How do I sort files in descending order?"),
+    ("My flight was overbooked. What are my options?", "My flight was overbooked. What can I do?"),
+    ("Should I whisk the custard the whole time?", "Should I whisk the custard constantly?"),
+    ("When did the Boston Tea Party take place?", "When did the Boston Tea Party happen?"),
 ])
 def test_paraphrases_pass(verifier, stored, asked):
     assert verifier.refusal(asked, stored) is None

@@ -114,14 +114,24 @@ class Aligner:
         return bool(left_a and left_b)
 
     def one_noun_traded(self, query: str, candidate: str) -> bool:
-        """Each side has exactly one content word the other lacks, both nouns (or names WordNet lacks), and
-        the rest is the same: the minimal edit of a hard negative ("My cat has fleas." / "My rabbit has
-        fleas."). A traded verb is how scenes get reworded ("I'm writing" / "I'm working on")."""
+        """Each side has exactly one content word the other lacks, both nouns (or names WordNet lacks) or
+        both adjectives, and the rest is the same: the minimal edit of a hard negative ("My cat has fleas." / "My
+        rabbit has fleas.", "a singles match" / "a doubles match"). A traded verb is how scenes get
+        reworded ("I'm writing" / "I'm working on")."""
         left_a, left_b = self._unmatched(query, candidate)
         if len(left_a) != 1 or len(left_b) != 1:
             return False
-        return self.wordnet is None or all(self.wordnet.usual_pos(w.surface) in ("noun", None)
-                                           for w in left_a + left_b)
+        if self.wordnet is None:
+            return True
+        ta, tb = tokens(query), tokens(candidate)
+
+        def pos(w: Word, toks: list[str]) -> str:
+            if w.position > 0 and toks[w.position - 1] in _DETERMINERS:
+                return "noun"  # "a doubles match": a noun or a noun's modifier, whatever its usual use
+            return self.wordnet.usual_pos(w.surface) or "noun"  # a name WordNet lacks: a noun
+
+        kinds = {pos(left_a[0], ta), pos(left_b[0], tb)}
+        return kinds in ({"noun"}, {"adj"})  # "female" / "girl": a rewording
 
     def kind_traded(self, query: str, candidate: str) -> bool:
         """A word of one side is traded for another thing of the same kind on the other (WordNet kin or
@@ -268,3 +278,4 @@ def _opposite(word: str, others: list[str]) -> bool:
 
 
 _PREPOSITIONS = frozenset("for in on at by with without from of into about".split())
+_DETERMINERS = frozenset("a an the my your his her our their its this that these those".split())

@@ -32,7 +32,7 @@ def _moved(query: str, candidate: str, usual_pos: Callable[[str], str | None] | 
     return False
 
 
-_NEGATIONS = frozenset({"not", "n't"})
+_LEFT_OUT = frozenset({"not", "n't", "-"})  # and hyphens: "a four-year university" is three words
 _ARTICLES = frozenset({"a", "an", "the"})
 
 
@@ -42,9 +42,13 @@ def _swapped(query: str, candidate: str) -> bool:
     ("The Mona Lisa was painted by whom?") changes the words around the spans too."""
     # Negations leave the comparison ("isn't my refund" / "is my refund not" is the negation guard's
     # business), and so may articles ("a prime" / "an odd number"; but "type A" / "type O" keeps its "a").
-    ta = [t for t in tokens(query) if t not in _NEGATIONS]
-    tb = [t for t in tokens(candidate) if t not in _NEGATIONS]
-    return _one_swap(ta, tb) or _one_swap([t for t in ta if t not in _ARTICLES], [t for t in tb if t not in _ARTICLES])
+    ta = [t for t in tokens(query) if t not in _LEFT_OUT]
+    tb = [t for t in tokens(candidate) if t not in _LEFT_OUT]
+    if _one_swap(ta, tb) or _one_swap([t for t in ta if t not in _ARTICLES], [t for t in tb if t not in _ARTICLES]):
+        return True
+    # A person's object form read as its subject form: "my parents give me" / "I give my parents".
+    sa, sb = [_SUBJECT.get(t, t) for t in ta], [_SUBJECT.get(t, t) for t in tb]
+    return (sa != ta or sb != tb) and _one_swap(sa, sb)
 
 
 def _one_swap(a: list[str], b: list[str]) -> bool:
@@ -62,6 +66,7 @@ def _one_swap(a: list[str], b: list[str]) -> bool:
 
 # Subject and object forms of each person: "Can my cat give me ringworm?" / "Can I give my cat ringworm?"
 _PERSONS = (("i", "me"), ("we", "us"), ("he", "him"), ("she", "her"), ("they", "them"))
+_SUBJECT = {"me": "i", "us": "we", "him": "he", "them": "they"}  # not "her": a possessive too
 
 
 def _roles_traded(query: str, candidate: str) -> bool:

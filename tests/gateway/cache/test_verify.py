@@ -54,6 +54,9 @@ def verifier(embedder) -> Verifier:
     ("negation", "Can I claim the deposit on my taxes?", "Can I skip the deposit on my taxes?"),  # that reverses
     ("unit", "How long should I steam broccoli?", "How many calories does steamed broccoli have?"),
     ("unit", "How many minutes should I steam broccoli?", "How many hours should I steam broccoli?"),
+    ("role reversal", "Is it rude if my boss calls me on weekends?", "Is it rude if I call my boss on weekends?"),
+    ("role reversal", "Can I move from a two-year lease to a month-to-month one?",
+     "Can I move from a month-to-month lease to a two-year one?"),  # hyphenated spans
 ])
 def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     assert verifier.refusal(asked, stored) is not None, kind
@@ -106,6 +109,7 @@ def test_paraphrases_pass(verifier, stored, asked):
     ("I get paid monthly.", "I get paid every week.", False),  # a period traded
     ("I'm baking bread with whole wheat flour.", "I'm baking bread with rye flour.", False),  # WordNet kin
     ("My hamster has mites.", "My parrot has mites.", False),  # one noun traded, the rest the same
+    ("I'm entering a doubles badminton tournament.", "I'm entering a singles badminton tournament.", False),
     ("I have a 3-month-old son.", "I have a 3-year-old son.", False),
     ("My 3-month-old son has a cough.", "My son is 3 months old and has a cough.", True),
     ("I'm writing a mystery novel.", "I'm working on a mystery novel.", True),  # a verb traded rewords

@@ -126,7 +126,7 @@ SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in
     "error bug issue problem",
     "setup configure",
     "meaning definition mean define",
-    "difference differ distinguish diff",
+    "difference differ distinguish diff distinction",
     "cost price",
     "correct right proper",
     "job occupation",
@@ -202,6 +202,9 @@ SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in
     "baby infant",
     "ache pain hurt",
     "vomit puke",
+    "money currency",
+    "prune trim",
+    "main primary",
 ))
 
 # Directional words: "X than Y", "from X to Y", "X vs Y" name two things in an order that matters.

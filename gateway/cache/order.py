@@ -60,8 +60,16 @@ def _one_swap(a: list[str], b: list[str]) -> bool:
     for x in range(1, 4):
         for y in range(1, 4):
             if x + y <= len(mid_a) and mid_b == mid_a[len(mid_a) - y:] + mid_a[x:len(mid_a) - y] + mid_a[:x]:
-                return True
+                # Two spans either side of "and" / "or" / "but" are listed, not ranked ("weather and
+                # climate"), unless the sentence orders them ("from A and B to C", "A than B", "convert").
+                pivot = mid_a[x:len(mid_a) - y]
+                return not (len(pivot) == 1 and pivot[0] in _COORDINATING and not _DIRECTED & set(a))
     return False
+
+
+_COORDINATING = frozenset({"and", "or", "but"})
+_DIRECTED = frozenset({"from", "than", "before", "after", "vs", "versus", "over", "against",
+                       "rate", "exchange", "convert"})
 
 
 # Subject and object forms of each person: "Can my cat give me ringworm?" / "Can I give my cat ringworm?"

@@ -58,9 +58,17 @@ REWRITES = {
     "from lowest to highest": "in ascending order", "from smallest to biggest": "in ascending order",
     "what are my options": "what can i do", "what options do i have": "what can i do",
     "what options are available to me": "what can i do", "what are my next steps": "what should i do",
+    "failing to": "not", "fails to": "does not", "failed to": "did not", "fail to": "not",
+    "refusing to": "won't", "refuses to": "won't", "refused to": "wouldn't", "refuse to": "won't",
+    "give back": "return", "gives back": "returns", "gave back": "returned", "giving back": "returning",
+    "change the name of": "rename", "changing the name of": "renaming",
     "on what date": "when", "what date": "when", "the date": "when", "at what time": "when",
 }
 
+
+# "What is the role of X?" asks what X does.
+_WHAT_IT_DOES = re.compile(r"(?<![\w'])what(?:'s| is| are) the (?:function|role|purpose|job)s? of ([^?.!;]+)",
+                           re.IGNORECASE)
 
 # "keep X from turning brown" asks how to prevent it; "keep" alone ("keep my job") is no synonym of "stop".
 _KEEP_FROM = re.compile(r"(?<![\w'])keep((?: [\w'-]+){1,3}) from(?![\w'])", re.IGNORECASE)
@@ -82,4 +90,5 @@ def plain(text: str) -> str:
     text = _COURTESY.sub(" ", text)
     text = _REWRITES.sub(lambda m: REWRITES[m.group(1).casefold()], text)
     text = _KEEP_FROM.sub(lambda m: f"prevent{m.group(1)} from", text)
+    text = _WHAT_IT_DOES.sub(lambda m: f"what does {m.group(1).strip()} do", text)
     return " ".join(text.split()).lstrip(" ,;:.!")

@@ -9,6 +9,9 @@ from gateway.cache.order import order_changed
     ("Is tea healthier than coffee?", "Is coffee healthier than tea?"),  # around a directional word
     ("Can my cat give me ringworm?", "Can I give my cat ringworm?"),  # subject and object persons
     ("If my friend's car hits my fence, who pays?", "If my car hits my friend's fence, who pays?"),  # a noun moved
+    ("Do I owe tax if my parents pay me?", "Do I owe tax if I pay my parents?"),  # "me" read as "I"
+    ("Can I switch from a full-time job to a part-time job?",
+     "Can I switch from a part-time job to a full-time job?"),  # hyphenated spans
 ])
 def test_traded_roles(a, b):
     assert order_changed(a, b)
@@ -18,6 +21,8 @@ def test_traded_roles(a, b):
     ("Can I, as a student, open an account?", "As a student, can I open an account?"),  # a clause moved
     ("From Porto, how do I get to Braga?", "How do I get to Braga from Porto?"),  # a clause moved
     ("How do I sort a list?", "How do I sort a list?"),
+    ("Is it better to rent or buy?", "Is it better to buy or rent?"),  # listed, not ranked
+    ("Why do cats purr and knead?", "Why do cats knead and purr?"),
 ])
 def test_orders_that_keep_roles(a, b):
     assert not order_changed(a, b)

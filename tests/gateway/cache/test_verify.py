@@ -54,6 +54,8 @@ def verifier(embedder) -> Verifier:
     ("negation", "Can I claim the deposit on my taxes?", "Can I skip the deposit on my taxes?"),  # that reverses
     ("unit", "How long should I steam broccoli?", "How many calories does steamed broccoli have?"),
     ("unit", "How many minutes should I steam broccoli?", "How many hours should I steam broccoli?"),
+    ("role reversal", "How do I convert a string and an int to a list?",
+     "How do I convert a list and an int to a string?"),  # listed, but the sentence directs them
     ("role reversal", "Is it rude if my boss calls me on weekends?", "Is it rude if I call my boss on weekends?"),
     ("role reversal", "Can I move from a two-year lease to a month-to-month one?",
      "Can I move from a month-to-month lease to a two-year one?"),  # hyphenated spans
@@ -97,6 +99,10 @@ def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     ("My flight was overbooked. What are my options?", "My flight was overbooked. What can I do?"),
     ("Should I whisk the custard the whole time?", "Should I whisk the custard constantly?"),
     ("When did the Boston Tea Party take place?", "When did the Boston Tea Party happen?"),
+    ("What is the role of the spleen?", "What does the spleen do?"),
+    ("What's the difference between baking soda and yeast?", "What's the difference between yeast and baking soda?"),
+    ("Why did my bread fail to rise?", "Why did my bread not rise?"),
+    ("How do I change the name of a column in pandas?", "How do I rename a column in pandas?"),
 ])
 def test_paraphrases_pass(verifier, stored, asked):
     assert verifier.refusal(asked, stored) is None

@@ -81,7 +81,10 @@ def _numbers(words: list[str]) -> tuple[str, ...]:
             out.append(value)
         elif w in NUMBER_WORDS or (w in SCALE_WORDS and out and out[-1].isdigit()):
             nxt = words[i + 1] if i + 1 < len(words) else ""
-            if w == "one" and ((i > 0 and words[i - 1] in ONE_AS_PRONOUN_AFTER) or _pronoun_one(words, i, nxt)):
+            # "which one", "one at 18%", "the broken one": a thing named elsewhere, not a count
+            if w == "one" and ((i > 0 and words[i - 1] in ONE_AS_PRONOUN_AFTER) or _pronoun_one(words, i, nxt)
+                               or (i > 1 and words[i - 2] in ONE_AS_PRONOUN_AFTER and words[i - 1].isalpha()
+                                   and words[i - 1] not in NUMBER_WORDS and words[i - 1] not in OPERATORS)):
                 i += 1
                 continue
             total, current = 0, 0

@@ -28,7 +28,7 @@ way ways thing things kind city between appear seem able used take
 sorry excuse bother whether possibly hoping guys yo calculate compute determine purpose recipe
 get got gets getting make makes made
 typically normally fully completely entirely anymore totally truly honestly literally
-approximately roughly around
+approximately roughly around few several
 any some all each every much many lot lots more most
 s t re ve ll d m
 """.split())
@@ -205,6 +205,10 @@ SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in
     "money currency",
     "prune trim",
     "main primary",
+    "append add",
+    "item element",
+    "suggest recommend",
+    "neighborhood neighbourhood area district",
 ))
 
 # Directional words: "X than Y", "from X to Y", "X vs Y" name two things in an order that matters.

@@ -61,6 +61,8 @@ REWRITES = {
     "failing to": "not", "fails to": "does not", "failed to": "did not", "fail to": "not",
     "refusing to": "won't", "refuses to": "won't", "refused to": "wouldn't", "refuse to": "won't",
     "give back": "return", "gives back": "returns", "gave back": "returned", "giving back": "returning",
+    "send back": "return", "sends back": "returns", "sent back": "returned", "sending back": "returning",
+    "goes on": "happens", "what's going on": "what's happening", "what is going on": "what is happening",
     "change the name of": "rename", "changing the name of": "renaming",
     "on what date": "when", "what date": "when", "the date": "when", "at what time": "when",
 }

@@ -28,6 +28,8 @@ def agree(guard, a: str, b: str) -> bool:
     ("Can I merge the two files into one?", "Can I merge the two files?", True),
     ("What is two plus one?", "What is two plus?", False),  # the end of a sum is a number
     ("Can I bring one bag?", "Can I bring two bags?", False),
+    ("Should I send the broken one back?", "Should I return the damaged one?", True),
+    ("What is one plus one?", "What is one plus two?", False),
 ])
 def test_numbers(a, b, ok):
     assert agree(numbers_agree, a, b) is ok

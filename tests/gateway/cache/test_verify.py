@@ -103,6 +103,8 @@ def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     ("What's the difference between baking soda and yeast?", "What's the difference between yeast and baking soda?"),
     ("Why did my bread fail to rise?", "Why did my bread not rise?"),
     ("How do I change the name of a column in pandas?", "How do I rename a column in pandas?"),
+    ("How do I add an item to a JavaScript array?", "How do I append an element to a JavaScript array?"),
+    ("What goes on inside a black hole?", "What happens inside a black hole?"),
 ])
 def test_paraphrases_pass(verifier, stored, asked):
     assert verifier.refusal(asked, stored) is None

@@ -101,6 +101,10 @@ def _numbers(words: list[str]) -> tuple[str, ...]:
             continue
         elif w in SCALE_WORDS:
             out.append(str(SCALE_WORDS[w]))
+        elif w in _POWERS:  # "x squared" is x^2 and "5 cubed" 5^3, as written with digits
+            if i > 0 and _is_number(words[i - 1]):
+                out.append("^")
+            out.append(_POWERS[w])
         else:
             for phrase, op in MULTIWORD_OPERATORS.items():
                 if tuple(words[i:i + len(phrase)]) == phrase:
@@ -122,6 +126,10 @@ def _numbers(words: list[str]) -> tuple[str, ...]:
 
 # "one at 18% and one at 25%", "merge them into one": "one" stands for a thing named elsewhere.
 _ONE_AS_PRONOUN_BEFORE = frozenset({"at", "with", "that", "who", "which", "", ".", ",", "?", "!", ";", ":"})
+
+
+_POWERS = {"squared": "2", "cubed": "3"}
+_SUPERSCRIPTS = {"²": " squared", "³": " cubed"}
 
 
 def _pronoun_one(words: list[str], i: int, nxt: str) -> bool:
@@ -244,6 +252,8 @@ def _roles(tokens: list[str], entities: tuple[str, ...]) -> tuple[tuple[str, str
 
 @lru_cache(maxsize=65_536)
 def features(text: str) -> Features:
+    for mark, word in _SUPERSCRIPTS.items():
+        text = text.replace(mark, word)
     tokens = _tokens(text)
     # A sentence's full stop sticks to its last word ("weeks."): not part of the word for numbers and units.
     words = [t.casefold()[:-1] if len(t) > 1 and t.endswith(".") and t[0].isalpha() else t.casefold() for t in tokens]

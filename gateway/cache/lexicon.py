@@ -206,6 +206,7 @@ SYNONYM_GROUPS: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in
     "prune trim",
     "main primary",
     "append add",
+    "stove stovetop hob",
     "item element",
     "suggest recommend",
     "neighborhood neighbourhood area district",

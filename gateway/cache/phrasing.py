@@ -32,6 +32,10 @@ COURTESY = (
     "i would appreciate guidance on", "i'd appreciate it if you could", "i would appreciate it if you could",
     "i hope you're well", "i hope you are well", "i'm wondering", "i am wondering", "may i ask",
     "quick q", "yo", "sup", "omg", "ugh", "bro", "dude", "hey so", "so like", "pls help", "please help", "help me",
+    "i'd appreciate some guidance on", "i would appreciate some guidance on", "i'd appreciate some advice on",
+    "i would appreciate some advice on", "i'd appreciate advice on", "i would appreciate advice on",
+    "dear support team", "dear support", "hey folks", "hi folks", "hi all", "hey all", "hello all",
+    "could you please assist", "can you please assist", "could you assist", "please assist",
 )
 # Whole-word rewrites.
 REWRITES = {
@@ -64,6 +68,10 @@ REWRITES = {
     "send back": "return", "sends back": "returns", "sent back": "returned", "sending back": "returning",
     "goes on": "happens", "what's going on": "what's happening", "what is going on": "what is happening",
     "change the name of": "rename", "changing the name of": "renaming",
+    # An evaluative "way to" asks how to: "What's the best way to descale a kettle?" / "How do I descale...".
+    "the best way to": "how to", "a good way to": "how to", "the most effective way to": "how to",
+    "the proper way to": "how to", "the right way to": "how to", "the correct way to": "how to",
+    "a good method to": "how to", "the best method to": "how to", "the best method for": "how to",
     "on what date": "when", "what date": "when", "the date": "when", "at what time": "when",
 }
 

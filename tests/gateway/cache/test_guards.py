@@ -30,6 +30,9 @@ def agree(guard, a: str, b: str) -> bool:
     ("Can I bring one bag?", "Can I bring two bags?", False),
     ("Should I send the broken one back?", "Should I return the damaged one?", True),
     ("What is one plus one?", "What is one plus two?", False),
+    ("What is the derivative of x squared?", "What is the derivative of x²?", True),
+    ("What is 7 squared?", "What is 7^2?", True),
+    ("What is the derivative of x squared?", "What is the derivative of x cubed?", False),
 ])
 def test_numbers(a, b, ok):
     assert agree(numbers_agree, a, b) is ok

@@ -54,6 +54,8 @@ def verifier(embedder) -> Verifier:
     ("negation", "Can I claim the deposit on my taxes?", "Can I skip the deposit on my taxes?"),  # that reverses
     ("unit", "How long should I steam broccoli?", "How many calories does steamed broccoli have?"),
     ("unit", "How many minutes should I steam broccoli?", "How many hours should I steam broccoli?"),
+    ("comparative", "What's the best way to travel from Rome to Naples?",
+     "What's the cheapest way to travel from Rome to Naples?"),  # another "way" is another question
     ("role reversal", "How do I convert a string and an int to a list?",
      "How do I convert a list and an int to a string?"),  # listed, but the sentence directs them
     ("role reversal", "Is it rude if my boss calls me on weekends?", "Is it rude if I call my boss on weekends?"),
@@ -105,6 +107,8 @@ def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     ("How do I change the name of a column in pandas?", "How do I rename a column in pandas?"),
     ("How do I add an item to a JavaScript array?", "How do I append an element to a JavaScript array?"),
     ("What goes on inside a black hole?", "What happens inside a black hole?"),
+    ("How do I descale a kettle?", "What's the best way to descale a kettle?"),  # an evaluative "way to"
+    ("I'd appreciate some guidance on writing a eulogy.", "how do i write a eulogy"),
 ])
 def test_paraphrases_pass(verifier, stored, asked):
     assert verifier.refusal(asked, stored) is None

@@ -91,6 +91,8 @@ class Aligner:
         for w in left_a + left_b:
             if w.closed_class:
                 return w.closed_class
+        if _temporal_traded(query, candidate):
+            return "time"
         if bool(left_a) != bool(left_b) and len(left_a + left_b) <= self.config.free_additions \
                 and all(self._light(w, tokens(query if left_a else candidate)) for w in left_a + left_b):
             left_a, left_b = [], []
@@ -221,6 +223,18 @@ class Aligner:
 
 
 _PRESENT = frozenset({"now", "currently", "nowadays"})
+# When something happens relative to another: "before" / "after" / "during pregnancy" are three questions.
+# "during" alone may be "in" ("damaged during shipping"), so only a trade or an added ordering refuses.
+_TEMPORAL = frozenset({"before", "after", "during", "until", "since", "while"})
+_ORDERING = frozenset({"before", "after", "until", "since"})
+
+
+def _temporal_traded(query: str, candidate: str) -> bool:
+    ta = sorted(t for t in tokens(query) if t in _TEMPORAL)
+    tb = sorted(t for t in tokens(candidate) if t in _TEMPORAL)
+    if ta == tb:
+        return False
+    return bool(ta and tb) or bool(_ORDERING & set(ta + tb))
 # Verbs that negate, reverse or undo what follows them, even where WordNet lists no antonym.
 _REVERSING = frozenset("""
 skip cancel cancell remov delet undo revers stop quit avoid prevent refus fail ignor deny forget lack miss lose

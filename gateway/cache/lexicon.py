@@ -29,6 +29,8 @@ sorry excuse bother whether possibly hoping guys yo calculate compute determine 
 get got gets getting make makes made
 typically normally fully completely entirely anymore totally truly honestly literally
 approximately roughly around few several
+use uses using during
+tip tips advice suggestions ideas recommend recommended suggest advise
 any some all each every much many lot lots more most
 s t re ve ll d m
 """.split())

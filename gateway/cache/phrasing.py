@@ -72,6 +72,7 @@ REWRITES = {
     "the best way to": "how to", "a good way to": "how to", "the most effective way to": "how to",
     "the proper way to": "how to", "the right way to": "how to", "the correct way to": "how to",
     "a good method to": "how to", "the best method to": "how to", "the best method for": "how to",
+    "drift off to sleep": "fall asleep", "drift off": "fall asleep",
     "on what date": "when", "what date": "when", "the date": "when", "at what time": "when",
 }
 

@@ -54,6 +54,8 @@ def verifier(embedder) -> Verifier:
     ("negation", "Can I claim the deposit on my taxes?", "Can I skip the deposit on my taxes?"),  # that reverses
     ("unit", "How long should I steam broccoli?", "How many calories does steamed broccoli have?"),
     ("unit", "How many minutes should I steam broccoli?", "How many hours should I steam broccoli?"),
+    ("time", "Can I drink coffee during pregnancy?", "Can I drink coffee after pregnancy?"),
+    ("time", "Should I stretch before a run?", "Should I stretch after a run?"),
     ("comparative", "What's the best way to travel from Rome to Naples?",
      "What's the cheapest way to travel from Rome to Naples?"),  # another "way" is another question
     ("role reversal", "How do I convert a string and an int to a list?",
@@ -109,6 +111,8 @@ def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     ("What goes on inside a black hole?", "What happens inside a black hole?"),
     ("How do I descale a kettle?", "What's the best way to descale a kettle?"),  # an evaluative "way to"
     ("I'd appreciate some guidance on writing a eulogy.", "how do i write a eulogy"),
+    ("Any tips for potty training a puppy?", "How do I potty train a puppy?"),  # request nouns and verbs
+    ("Which knife should be used for filleting fish?", "Which knife should I use to fillet fish?"),
 ])
 def test_paraphrases_pass(verifier, stored, asked):
     assert verifier.refusal(asked, stored) is None

@@ -391,9 +391,28 @@ def entities_agree(a: Features, b: Features) -> bool:
 
 def entities_present(a: Features, b: Features) -> bool:
     """Every entity of one appears in the other, in any order (earlier turns: "a Samsung Galaxy S23" and
-    "a Galaxy S23 from Samsung" set the same scene)."""
-    return all(_position(e, b.text) >= 0 or _alias_position(e, a, b) >= 0 for e in a.entities) \
-        and all(_position(e, a.text) >= 0 or _alias_position(e, b, a) >= 0 for e in b.entities)
+    "a Galaxy S23 from Samsung" set the same scene), or only qualifies one that does (_qualifies)."""
+    return all(_position(e, b.text) >= 0 or _alias_position(e, a, b) >= 0 or _qualifies(e, a, b)
+               for e in a.entities) \
+        and all(_position(e, a.text) >= 0 or _alias_position(e, b, a) >= 0 or _qualifies(e, b, a)
+                for e in b.entities)
+
+
+def _qualifies(entity: str, own: Features, other: Features) -> bool:
+    """A name one side adds to a name both share, as a scene is retold: the maker right before its model
+    ("my Honda Civic" / "my Civic"), the start of a longer shared name ("my Mac runs macOS" / "I'm on
+    macOS"), or a file-type suffix ("Node.js" / "Node"). A name after the shared one ("iPhone 15 Pro")
+    is another product, so it does not count."""
+    shared = [e for e in own.entities if e != entity and _position(e, other.text) >= 0]
+    if "." in entity and _position(entity.split(".")[0], other.text) >= 0:
+        return True
+    words, theirs = own.text.split(" "), other.text.split(" ")
+    for i, word in enumerate(words[:-1]):
+        if word == entity and words[i + 1] in shared:
+            j = theirs.index(words[i + 1]) if words[i + 1] in theirs else -1
+            # ... unless the other side names another maker there ("a Toyota Civic")
+            return j >= 0 and (j == 0 or theirs[j - 1] not in other.entities)
+    return len(entity) >= 3 and any(e.startswith(entity) and len(e) > len(entity) for e in shared)
 
 
 GUARDS: dict[str, Guard] = {

@@ -130,6 +130,10 @@ def test_paraphrases_pass(verifier, stored, asked):
     ("My 3-month-old son has a cough.", "My son is 3 months old and has a cough.", True),
     ("I'm writing a mystery novel.", "I'm working on a mystery novel.", True),  # a verb traded rewords
     ("I have a Dell XPS 13 laptop.", "My laptop is an XPS 13 from Dell.", True),
+    ("My 2019 Toyota Corolla rattles at idle.", "My 2019 Corolla rattles when idling.", True),  # the maker
+    ("My Flask.py app serves JSON.", "My Flask app serves JSON.", True),
+    ("I drive a Toyota Corolla.", "I drive a Honda Corolla.", False),  # another maker
+    ("My iPhone 15 Pro overheats.", "My iPhone 15 overheats.", False),  # a name after: another model
 ])
 def test_earlier_turns_must_set_the_same_scene(verifier, stored, asked, ok):
     assert (verifier.context_refusal(asked, stored) is None) is ok

@@ -76,6 +76,11 @@ class Aligner:
 
     def refusal(self, query: str, candidate: str) -> str | None:
         """None when every content word of each question has its equivalent in the other; else why not."""
+        return self.judge(query, candidate)[0]
+
+    def judge(self, query: str, candidate: str) -> tuple[str | None, bool]:
+        """(refusal() of the pair, whether accepting it took the embedder's word vectors: a word matched only
+        by the embedder's nearness, which the caller may want backed by the questions' own cosine)."""
         a, b = content_words(query), content_words(candidate)
         left_a = [w for w in a if not any(self._same(w, x) for x in b) and not self._noise(w, a, b)]
         left_b = [w for w in b if not any(self._same(w, x) for x in a) and not self._noise(w, b, a)]
@@ -83,30 +88,31 @@ class Aligner:
         left_b = _how_long(candidate, left_b, left_a)
         for w in left_a + left_b:
             if w.surface in _NEGATING_WORDS or _opposite(w.surface, [x.surface for x in (b if w in left_a else a)]):
-                return "negation"
+                return "negation", False
         if not any(w.closed_class == "time" for w in a + b if w.surface not in _PRESENT):
             # "What should I do now?" asks what "What should I do?" does: the present is the default.
             left_a = [w for w in left_a if w.surface not in _PRESENT]
             left_b = [w for w in left_b if w.surface not in _PRESENT]
         for w in left_a + left_b:
             if w.closed_class:
-                return w.closed_class
+                return w.closed_class, False
         if _temporal_traded(query, candidate):
-            return "time"
+            return "time", False
         if bool(left_a) != bool(left_b) and len(left_a + left_b) <= self.config.free_additions \
                 and all(self._light(w, tokens(query if left_a else candidate)) for w in left_a + left_b):
             left_a, left_b = [], []
         if len(left_a) + len(left_b) > self.config.max_unmatched:
-            return f"substitution:{(left_a or left_b)[0].surface}" if left_a and left_b else \
-                f"addition:{(left_a or left_b)[0].surface}"
-        if left_a or left_b:
+            return (f"substitution:{(left_a or left_b)[0].surface}" if left_a and left_b else
+                    f"addition:{(left_a or left_b)[0].surface}"), False
+        by_vectors = bool(left_a or left_b)
+        if by_vectors:
             reason = self._by_vectors(a, b, left_a, left_b)
             if reason:
-                return reason
+                return reason, True
         usual_pos = self.wordnet.usual_pos if self.wordnet is not None else None
         if order_changed(query, candidate, usual_pos):
-            return "order"
-        return None
+            return "order", by_vectors
+        return None, by_vectors
 
     def closed_class_traded(self, query: str, candidate: str) -> bool:
         """Each side has a time or period the other lacks ("paid weekly" / "paid twice a month")."""

@@ -13,6 +13,7 @@ from gateway.cache.index import IndexConfig
 # splits stored under one tenant no other entry is served at 0.60 than at 0.75; below 0.60 nothing more is
 # served (0.50: one paraphrase more).
 DEFAULT_THRESHOLD = 0.60
+VECTOR_FLOOR = 0.75  # the former threshold, for pairs the word vectors alone let through (CacheConfig)
 
 
 def _check_threshold(name: str, value: float) -> None:
@@ -52,6 +53,11 @@ class CacheConfig:
     # FAISS's OpenMP pool is process-wide; for one query at a time, extra threads only contend.
     faiss_threads: int = 1
     alignment: AlignmentConfig = field(default_factory=AlignmentConfig)  # the verifier's word alignment
+    # A pair the alignment accepts only on the embedder's word vectors (a word WordNet lacks matched by
+    # nearness: product names, jargon) is served only at this cosine or above, whatever the tenant's
+    # threshold: two weak signals, each backing the other. Pairs matched word for word by stems,
+    # WordNet and the synonym lists need only the threshold.
+    vector_floor: float = VECTOR_FLOOR
     audit: AuditConfig = field(default_factory=AuditConfig)  # the live accuracy check
 
     def __post_init__(self) -> None:
@@ -64,6 +70,7 @@ class CacheConfig:
             raise ValueError(f"candidates must be >= 1, got {self.candidates}")
         if self.faiss_threads < 1:
             raise ValueError(f"faiss_threads must be >= 1, got {self.faiss_threads}")
+        _check_threshold("vector_floor", self.vector_floor)
 
     def policy_for(self, *, enabled: bool | None = None, allow_sampling: bool | None = None,
                    threshold: float | None = None, ttl_s: float | None = None,

@@ -51,7 +51,8 @@ class SemanticCache:
         self._savings = savings
         # The guards, then the content-word alignment, on every candidate above the threshold.
         self.verifier = verifier or Verifier(Aligner(WordVectors(embedder), self.config.alignment), guards,
-                                             similarity=self._similarity, mend=self.guard_text)
+                                             similarity=self._similarity, mend=self.guard_text,
+                                             vector_floor=self.config.vector_floor)
         # A sampled fraction of hits is answered again by the model (live_check.py); disagreements
         # tighten the tenant's threshold (audit.py).
         self.audit = AccuracyAudit(self.config.audit)
@@ -167,7 +168,7 @@ class SemanticCache:
                     candidates.append((entry, answer, score))
         rejected: str | None = None
         for entry, answer, score in candidates:
-            failed = self.verifier.refusal(text, entry.question)
+            failed = self.verifier.refusal(text, entry.question, score)
             if failed is None and (earlier or entry.context):
                 failed = self.verifier.context_refusal(earlier, entry.context)  # the same conversation, too
             with self._lock:

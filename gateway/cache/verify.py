@@ -22,20 +22,25 @@ CONTEXT_SIMILARITY = 0.72
 class Verifier:
     def __init__(self, aligner: Aligner | None, guards: dict[str, Guard] = GUARDS,
                  similarity: Callable[[str, str], float] | None = None,
-                 mend: Callable[[str], str] | None = None) -> None:
+                 mend: Callable[[str], str] | None = None, vector_floor: float = 0.0) -> None:
         self.aligner = aligner  # None: the guards alone (the cache before verification)
         self.guards = guards
         self.similarity = similarity  # cosine of two texts' embeddings, for earlier turns; None: not checked
         # Typos mended in what the guards read ("withuot" still negates); None: the text as written.
         self.mend = mend or (lambda text: text)
+        # The least cosine at which a pair accepted on word vectors alone is served (CacheConfig.vector_floor).
+        self.vector_floor = vector_floor
 
-    def refusal(self, query: str, candidate: str) -> str | None:
-        """None when the candidate may answer the query; else the name of the check that refused it."""
+    def refusal(self, query: str, candidate: str, score: float | None = None) -> str | None:
+        """None when the candidate may answer the query; else the name of the check that refused it.
+        `score`: the pair's cosine, if known; a pair accepted on word vectors alone needs vector_floor."""
         query, candidate = plain(query), plain(candidate)
         failed = first_disagreement(self.mend(query), self.mend(candidate), self.guards)
         if failed is not None or self.aligner is None:
             return failed
-        reason = self.aligner.refusal(query, candidate)
+        reason, by_vectors = self.aligner.judge(query, candidate)
+        if reason is None and by_vectors and score is not None and score < self.vector_floor:
+            return "align:vectors"
         return None if reason is None else "align:" + reason.split(":")[0]
 
     def prepare(self, stored: str) -> None:

@@ -139,6 +139,16 @@ def test_earlier_turns_must_set_the_same_scene(verifier, stored, asked, ok):
     assert (verifier.context_refusal(asked, stored) is None) is ok
 
 
+def test_a_pair_matched_on_word_vectors_alone_needs_the_vector_floor(embedder):
+    verifier = Verifier(Aligner(WordVectors(embedder)), vector_floor=0.75)
+    stored, asked = "Who painted The Starry Night?", "The Starry Night was painted by which artist?"
+    assert verifier.aligner.judge(asked, stored) == (None, True)  # "artist" is near "painted": the embedder's
+    assert verifier.refusal(asked, stored, score=0.70) == "align:vectors"
+    assert verifier.refusal(asked, stored, score=0.80) is None and verifier.refusal(asked, stored) is None
+    words = ("How can I remove a git branch?", "How do I delete a branch in git?")  # synonyms, WordNet's
+    assert verifier.aligner.judge(*words) == (None, False) and verifier.refusal(*words, score=0.61) is None
+
+
 def test_guards_alone_without_an_aligner():
     bare = Verifier(None)
     assert bare.refusal("Can dogs eat grapes?", "Can cats eat grapes?") is None  # the class the guards miss

@@ -1,6 +1,8 @@
 """Verification after retrieval: a FAISS candidate above the threshold is served only if the pair itself
-holds up, once rid of phrasing that changes nothing (phrasing.py): first under the rule-based guards (numbers, units, negation, polarity, named entities), then
-under the content-word alignment (alignment.py: entities of one kind, attributes, times, scopes, order).
+holds up, once rid of phrasing that changes nothing (phrasing.py): first under the rule-based guards (numbers,
+units, negation, polarity, named entities), which read lower-case typos mended (`mend`), then under the
+content-word alignment (alignment.py: entities of one kind, attributes, times, scopes, order). A pair the
+alignment accepts only on the embedder's word vectors must also reach `vector_floor` by cosine.
 """
 from __future__ import annotations
 

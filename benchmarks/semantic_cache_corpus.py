@@ -1,6 +1,6 @@
 """The hand-written semantic-cache evaluation corpus: labelled question pairs in a dev and a sealed test split.
 
-`load("dev")`, `load("dev2")` and `load("dev3")` are for tuning; `load("test")` is for reporting, once per change, and refuses a test file whose
+`load("dev")`, `load("dev2")`, `load("dev3")` and `load("dev4")` are for tuning; `load("test")` is for reporting, once per change, and refuses a test file whose
 sha256 is not the one recorded in SEALED.md (so a silently edited test split cannot produce figures).
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 CORPUS_DIR = Path(__file__).resolve().parent / "data" / "semantic_cache_eval"
-SPLITS = {"dev": "dev.jsonl", "dev2": "dev2.jsonl", "dev3": "dev3.jsonl", "test": "test.jsonl.gz"}
+SPLITS = {"dev": "dev.jsonl", "dev2": "dev2.jsonl", "dev3": "dev3.jsonl", "dev4": "dev4.jsonl", "test": "test.jsonl.gz"}
 _SHA_LINE = re.compile(r"^sha256:\s*([0-9a-f]{64})\s*$", re.MULTILINE)
 
 

@@ -22,7 +22,7 @@ KEYS = {"id", "a", "b", "label", "kind", "domain"}
 @pytest.fixture(scope="module")
 def splits() -> dict[str, list[dict]]:
     return {"dev": corpus.load("dev"), "dev2": corpus.load("dev2"), "dev3": corpus.load("dev3"),
-            "test": corpus.load("test")}
+            "dev4": corpus.load("dev4"), "test": corpus.load("test")}
 
 
 def _side_key(pair: dict, side: str) -> tuple:
@@ -62,27 +62,28 @@ def test_counts_cover_every_kind_in_both_splits(splits):
     dev, test = splits["dev"], splits["test"]
     n_dev, n_dev2, n_test = len(dev), len(splits["dev2"]), len(test)
     assert n_dev + n_test >= 1200 and n_dev2 >= 390 and len(splits["dev3"]) >= 390
-    for pairs in (dev, splits["dev2"], splits["dev3"], test):
+    assert len(splits["dev4"]) >= 250
+    for pairs in (dev, splits["dev2"], splits["dev3"], splits["dev4"], test):
         assert set(Counter(p["kind"] for p in pairs)) == PARA | NEG
     labels = Counter(p["label"] for p in dev + test)
     assert 0.4 <= labels[1] / (labels[0] + labels[1]) <= 0.6
 
 
 def test_no_duplicate_ids_or_pairs_and_no_cross_split_overlap(splits):
-    everything = splits["dev"] + splits["dev2"] + splits["dev3"] + splits["test"]
+    everything = splits["dev"] + splits["dev2"] + splits["dev3"] + splits["dev4"] + splits["test"]
     n_ids, n_pairs = len({p["id"] for p in everything}), len(everything)
     assert n_ids == n_pairs
     keys = [_pair_key(p) for p in everything]
     n_keys = len(set(keys))
     assert n_keys == n_pairs
-    dev_keys = {_pair_key(p) for p in splits["dev"] + splits["dev2"] + splits["dev3"]}
+    dev_keys = {_pair_key(p) for p in splits["dev"] + splits["dev2"] + splits["dev3"] + splits["dev4"]}
     shared = len(dev_keys & {_pair_key(p) for p in splits["test"]})  # a count: never the pairs themselves
     assert shared == 0
 
 
-def test_dev3_shares_no_question_with_test(splits):
+def test_dev3_and_dev4_share_no_question_with_test(splits):
     test_sides = {q.strip().casefold() for p in splits["test"] for q in (p["a"], p["b"])}
-    shared = sum(q.strip().casefold() in test_sides for p in splits["dev3"] for q in (p["a"], p["b"]))
+    shared = sum(q.strip().casefold() in test_sides for p in splits["dev3"] + splits["dev4"] for q in (p["a"], p["b"]))
     assert shared == 0  # a count: never the questions themselves
 
 

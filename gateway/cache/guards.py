@@ -80,11 +80,7 @@ def _numbers(words: list[str]) -> tuple[str, ...]:
                 i += 1
             out.append(value)
         elif w in NUMBER_WORDS or (w in SCALE_WORDS and out and out[-1].isdigit()):
-            nxt = words[i + 1] if i + 1 < len(words) else ""
-            # "which one", "one at 18%", "the broken one": a thing named elsewhere, not a count
-            if w == "one" and ((i > 0 and words[i - 1] in ONE_AS_PRONOUN_AFTER) or _pronoun_one(words, i, nxt)
-                               or (i > 1 and words[i - 2] in ONE_AS_PRONOUN_AFTER and words[i - 1].isalpha()
-                                   and words[i - 1] not in NUMBER_WORDS and words[i - 1] not in OPERATORS)):
+            if w == "one" and _pronoun_one(words, i):
                 i += 1
                 continue
             total, current = 0, 0
@@ -132,11 +128,17 @@ _POWERS = {"squared": "2", "cubed": "3"}
 _SUPERSCRIPTS = {"²": " squared", "³": " cubed"}
 
 
-def _pronoun_one(words: list[str], i: int, nxt: str) -> bool:
-    """"one" before a preposition or at a clause's end, and not the end of a sum ("two plus one")."""
+def _pronoun_one(words: list[str], i: int) -> bool:
+    """"one" for a thing named elsewhere, not a count: after a determiner ("which one"), or two words after one
+    ("the broken one"), or before a preposition or a clause's end ("one at 18%", "into one"); never the end of
+    a sum ("two plus one")."""
     before = words[i - 1] if i > 0 else ""
-    return nxt in _ONE_AS_PRONOUN_BEFORE and before not in OPERATORS and not _is_number(before) \
-        and before not in ("by", "power")
+    after = words[i + 1] if i + 1 < len(words) else ""
+    if before in ONE_AS_PRONOUN_AFTER:
+        return True
+    if before in OPERATORS or _is_number(before) or before in ("by", "power"):
+        return False
+    return after in _ONE_AS_PRONOUN_BEFORE or (i > 1 and words[i - 2] in ONE_AS_PRONOUN_AFTER and before.isalpha())
 
 
 def _is_number(word: str) -> bool:

@@ -74,7 +74,7 @@ _DIRECTED = frozenset({"from", "than", "before", "after", "vs", "versus", "over"
 
 # Subject and object forms of each person: "Can my cat give me ringworm?" / "Can I give my cat ringworm?"
 _PERSONS = (("i", "me"), ("we", "us"), ("he", "him"), ("she", "her"), ("they", "them"))
-_SUBJECT = {"me": "i", "us": "we", "him": "he", "them": "they"}  # not "her": a possessive too
+_SUBJECT = {obj: subject for subject, obj in _PERSONS if obj != "her"}  # "her" is a possessive too
 
 
 def _roles_traded(query: str, candidate: str) -> bool:

@@ -41,9 +41,8 @@ class Speller:
     def correct(self, text: str, lowercase_only: bool = False) -> str:
         """The text with each unknown word replaced by its one vocabulary neighbour (lower-cased); words
         with none or several are left as they are, and so are words with a capital when `lowercase_only`."""
-        if lowercase_only:
-            return _TOKEN.sub(lambda m: self._word(m.group(0)) if m.group(0).islower() else m.group(0), text)
-        return _TOKEN.sub(lambda m: self._word(m.group(0)), text)
+        return _TOKEN.sub(lambda m: m.group(0) if lowercase_only and not m.group(0).islower()
+                          else self._word(m.group(0)), text)
 
     def _word(self, token: str) -> str:
         word = token.lower()

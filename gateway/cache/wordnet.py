@@ -111,16 +111,12 @@ class WordNet:
 
     def opposites(self, a: str, b: str) -> bool:
         """WordNet lists a sense of one as the antonym of a sense of the other."""
-        self.load()
-        sa, sb = self._synsets(a), self._synsets(b)
-        return any(self._antonyms.get(s, frozenset()) & sb for s in sa)
+        return self._linked(self._antonyms, a, b)
 
     def derived(self, a: str, b: str) -> bool:
         """A first sense of one is a form WordNet derives from a first sense of the other, across parts of
         speech ("invade" / "invasion", "renew" / "renewal", "vaccinate" / "vaccine")."""
-        self.load()
-        sa, sb = self._synsets(a), self._synsets(b)
-        return any(self._derivations.get(s, frozenset()) & sb for s in sa)
+        return self._linked(self._derivations, a, b)
 
     def kin(self, a: str, b: str) -> bool:
         """Two different nouns under a common hypernym within `kin_depth` steps (co-hyponyms), neither
@@ -145,6 +141,12 @@ class WordNet:
         return _usual_pos(self, word.casefold().replace("-", "_"))
 
     # --- internals
+
+    def _linked(self, pointers: dict[int, frozenset[int]], a: str, b: str) -> bool:
+        """A first sense of `a` points (antonym, derivation) to a first sense of `b`."""
+        self.load()
+        sa, sb = self._synsets(a), self._synsets(b)
+        return any(pointers.get(s, frozenset()) & sb for s in sa)
 
     @lru_cache(maxsize=65_536)  # noqa: B019 (one instance per process)
     def _synsets(self, word: str) -> frozenset[int]:

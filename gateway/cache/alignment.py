@@ -98,6 +98,8 @@ class Aligner:
                 return w.closed_class, False
         if _temporal_traded(query, candidate):
             return "time", False
+        if _stance_traded(query, candidate):
+            return "polarity", False
         if bool(left_a) != bool(left_b) and len(left_a + left_b) <= self.config.free_additions \
                 and all(self._light(w, tokens(query if left_a else candidate)) for w in left_a + left_b):
             left_a, left_b = [], []
@@ -241,6 +243,15 @@ def _temporal_traded(query: str, candidate: str) -> bool:
     if ta == tb:
         return False
     return bool(ta and tb) or bool(_ORDERING & set(ta + tb))
+
+
+def _stance_traded(query: str, candidate: str) -> bool:
+    """"for" on one side where the other says "against": "the arguments for / against a four-day week"."""
+    ta, tb = tokens(query), tokens(candidate)
+    against = ta.count("against") - tb.count("against")
+    return against != 0 and (tb.count("for") - ta.count("for")) * against > 0
+
+
 # Verbs that negate, reverse or undo what follows them, even where WordNet lists no antonym.
 _REVERSING = frozenset("""
 skip cancel cancell remov delet undo revers stop quit avoid prevent refus fail ignor deny forget lack miss lose

@@ -5,17 +5,19 @@ change the words around them; these checks look only for the minimal edits that 
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from gateway.cache.lexicon import STOPWORDS
-from gateway.cache.words import sides, tokens
+from gateway.cache.words import sides, stem, tokens
 
 
 def order_changed(query: str, candidate: str, usual_pos: Callable[[str], str | None] | None = None) -> bool:
     """True when the two questions use the same words in an order that trades roles. `usual_pos` (a word's
     usual part of speech, WordNet's) limits the one-word move to nouns; None: any content word."""
     return _reversed(query, candidate) or _swapped(query, candidate) or _roles_traded(query, candidate) \
-        or _moved(query, candidate, usual_pos)
+        or _moved(query, candidate, usual_pos) or _asker_inverted(query, candidate) \
+        or _possessor_traded(query, candidate)
 
 
 def _moved(query: str, candidate: str, usual_pos: Callable[[str], str | None] | None) -> bool:
@@ -46,9 +48,12 @@ def _swapped(query: str, candidate: str) -> bool:
     tb = [t for t in tokens(candidate) if t not in _LEFT_OUT]
     if _one_swap(ta, tb) or _one_swap([t for t in ta if t not in _ARTICLES], [t for t in tb if t not in _ARTICLES]):
         return True
-    # A person's object form read as its subject form: "my parents give me" / "I give my parents".
+    # A person's object form read as its subject form: "my parents give me" / "I give my parents"; and
+    # the verb's person with it ("my manager gives me" / "I give my manager"), by stems.
     sa, sb = [_SUBJECT.get(t, t) for t in ta], [_SUBJECT.get(t, t) for t in tb]
-    return (sa != ta or sb != tb) and _one_swap(sa, sb)
+    if sa == ta and sb == tb:
+        return False
+    return _one_swap(sa, sb) or _one_swap([stem(t) for t in sa], [stem(t) for t in sb])
 
 
 def _one_swap(a: list[str], b: list[str]) -> bool:
@@ -96,3 +101,43 @@ def _reversed(query: str, candidate: str) -> bool:
         if any(pa[w] < 0 for w in flipped) and any(pa[w] > 0 for w in flipped):
             return True
     return False
+
+
+_WH = frozenset({"what", "who", "whom", "which"})
+_DO = frozenset({"do", "does", "did"})
+_PASSIVE = frozenset({"by", "is", "are", "was", "were", "be", "been", "get", "gets", "got"})
+
+
+def _asker_inverted(query: str, candidate: str) -> bool:
+    """The question word is the object on one side and the subject on the other: "What do sharks hunt?" /
+    "What hunts sharks?", "Who does Anna follow?" / "Who follows Anna?". The same content words, one side
+    with "do" after the question word and the other without, the verb (and its particle) after the rest on
+    the first and before it on the second.
+    A passive ("What is hunted by sharks?") says who does what in other words, so it is left alone."""
+    ta, tb = [t for t in tokens(query) if t[0].isalnum()], [t for t in tokens(candidate) if t[0].isalnum()]
+    if not ta or not tb or ta[0] not in _WH or tb[0] != ta[0] or _PASSIVE & set(ta + tb):
+        return False
+    do_a, do_b = len(ta) > 1 and ta[1] in _DO, len(tb) > 1 and tb[1] in _DO
+    if do_a == do_b:
+        return False
+    asked, told = (ta, tb) if do_a else (tb, ta)  # "what do sharks hunt" / "what hunts sharks"
+    sa, sb = [stem(t) for t in asked[2:]], [stem(t) for t in told[1:]]
+    return len(sa) == len(sb) >= 2 and any(sa == sb[k:] + sb[:k] for k in range(1, len(sb)))
+
+
+_POSSESSIVE = re.compile(r"\b([a-z]+)'s\b")
+_NOT_POSSESSORS = frozenset({"it", "that", "what", "who", "there", "here", "he", "she", "let", "where", "how",
+                             "when", "why", "this", "one", "everyone", "someone", "everything", "something"})
+
+
+def _possessor_traded(query: str, candidate: str) -> bool:
+    """Someone who does a thing on one side owns its object on the other, where "I" took the doer's place:
+    "my coworker took credit for my work" / "I took credit for my coworker's work"."""
+    owners_a, owners_b = _possessors(query), _possessors(candidate)
+    ta, tb = tokens(query), tokens(candidate)
+    return any(o in ta for o in owners_b - owners_a) and tb.count("i") > ta.count("i") \
+        or any(o in tb for o in owners_a - owners_b) and ta.count("i") > tb.count("i")
+
+
+def _possessors(text: str) -> set[str]:
+    return {m.group(1) for m in _POSSESSIVE.finditer(text.casefold().replace("\u2019", "'"))} - _NOT_POSSESSORS

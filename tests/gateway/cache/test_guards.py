@@ -74,6 +74,9 @@ def test_negation(a, b, ok):
     ("How do I log in?", "How do I log out?", False),
     ("How do I enable dark mode?", "How can dark mode be switched on?", True),
     ("Is the port open?", "What is the port?", True),  # only one side mentions the concept
+    ("What are the advantages of solar panels?", "What are the drawbacks of solar panels?", False),
+    ("Can my landlord enter without notice?", "Can the owner of my flat enter without notice?", True),
+    ("Can a tenant paint the walls?", "Can a homeowner paint the walls?", False),
 ])
 def test_polarity(a, b, ok):
     assert agree(polarity_agrees, a, b) is ok

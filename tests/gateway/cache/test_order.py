@@ -12,6 +12,10 @@ from gateway.cache.order import order_changed
     ("Do I owe tax if my parents pay me?", "Do I owe tax if I pay my parents?"),  # "me" read as "I"
     ("Can I switch from a full-time job to a part-time job?",
      "Can I switch from a part-time job to a full-time job?"),  # hyphenated spans
+    ("What should I do when my landlord ignores me?", "What should I do when I ignore my landlord?"),  # verb's person
+    ("What do owls eat?", "What eats owls?"),  # the question word: object, then subject
+    ("Who does the prime minister report to?", "Who reports to the prime minister?"),
+    ("Can I sue if my neighbor damaged my car?", "Can I sue if I damaged my neighbor's car?"),  # doer to owner
 ])
 def test_traded_roles(a, b):
     assert order_changed(a, b)
@@ -23,6 +27,11 @@ def test_traded_roles(a, b):
     ("How do I sort a list?", "How do I sort a list?"),
     ("Is it better to rent or buy?", "Is it better to buy or rent?"),  # listed, not ranked
     ("Why do cats purr and knead?", "Why do cats knead and purr?"),
+    ("What do owls eat?", "What does an owl eat?"),  # "do" on both sides
+    ("What do owls eat?", "What is eaten by owls?"),  # a passive says who does what in other words
+    ("What food do owls eat?", "What do owls eat?"),
+    ("How do I feed my dog?", "What is the right food for my dog's diet?"),  # an owner, no doer traded
+    ("My landlord sent me a letter, what now?", "What should I do now that my landlord sent me a letter?"),
 ])
 def test_orders_that_keep_roles(a, b):
     assert not order_changed(a, b)

@@ -63,6 +63,10 @@ def verifier(embedder) -> Verifier:
     ("role reversal", "Is it rude if my boss calls me on weekends?", "Is it rude if I call my boss on weekends?"),
     ("role reversal", "Can I move from a two-year lease to a month-to-month one?",
      "Can I move from a month-to-month lease to a two-year one?"),  # hyphenated spans
+    ("negation", "Should I vote for the new zoning law?", "Should I vote against the new zoning law?"),  # stance
+    ("negation", "What are the pros of remote schooling?", "What are the cons of remote schooling?"),
+    ("role reversal", "What do hawks prey on?", "What preys on hawks?"),  # the question word's role
+    ("role reversal", "Who pays if my tenant broke my window?", "Who pays if I broke my tenant's window?"),
 ])
 def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     assert verifier.refusal(asked, stored) is not None, kind
@@ -134,6 +138,7 @@ def test_paraphrases_pass(verifier, stored, asked):
     ("My Flask.py app serves JSON.", "My Flask app serves JSON.", True),
     ("I drive a Toyota Corolla.", "I drive a Honda Corolla.", False),  # another maker
     ("My iPhone 15 Pro overheats.", "My iPhone 15 overheats.", False),  # a name after: another model
+    ("I own the house I live in.", "I rent the house I live in.", False),  # an owner is not a tenant
 ])
 def test_earlier_turns_must_set_the_same_scene(verifier, stored, asked, ok):
     assert (verifier.context_refusal(asked, stored) is None) is ok

@@ -36,10 +36,12 @@ COURTESY = (
     "i would appreciate some advice on", "i'd appreciate advice on", "i would appreciate advice on",
     "dear support team", "dear support", "hey folks", "hi folks", "hi all", "hey all", "hello all",
     "could you please assist", "can you please assist", "could you assist", "please assist",
+    "could you possibly tell me", "can you possibly tell me", "could you possibly", "would you be kind enough to",
+    "would you be able to tell me", "could you let me know", "can you let me know", "please let me know",
 )
 # Whole-word rewrites.
 REWRITES = {
-    "u": "you", "ur": "your", "r": "are", "thx": "", "wat": "what", "wut": "what", "wht": "what", "teh": "the", "cant": "can't", "wont": "won't", "dont": "don't",
+    "u": "you", "ur": "your", "r": "are", "thx": "", "wat": "what", "em": "them", "wut": "what", "wht": "what", "teh": "the", "cant": "can't", "wont": "won't", "dont": "don't",
     "doesnt": "doesn't", "isnt": "isn't", "arent": "aren't", "wasnt": "wasn't", "werent": "weren't",
     "didnt": "didn't", "shouldnt": "shouldn't", "couldnt": "couldn't", "wouldnt": "wouldn't",
     "havent": "haven't", "hasnt": "hasn't", "whats": "what's", "hows": "how's", "im": "i'm",
@@ -73,6 +75,7 @@ REWRITES = {
     "the proper way to": "how to", "the right way to": "how to", "the correct way to": "how to",
     "a good method to": "how to", "the best method to": "how to", "the best method for": "how to",
     "drift off to sleep": "fall asleep", "drift off": "fall asleep",
+    "my money back": "a refund", "the money back": "a refund", "money back": "refund",
     "on what date": "when", "what date": "when", "the date": "when", "at what time": "when",
 }
 
@@ -80,6 +83,12 @@ REWRITES = {
 # "What is the role of X?" asks what X does.
 _WHAT_IT_DOES = re.compile(r"(?<![\w'])what(?:'s| is| are) the (?:function|role|purpose|job)s? of ([^?.!;]+)",
                            re.IGNORECASE)
+
+# "What's the deal with X?" / "What's up with X?" ask how X works; "What makes X happen?" what causes it;
+# "Where does X come from?" its origin.
+_HOW_IT_WORKS = re.compile(r"(?<![\w'])what(?:'s| is) (?:the deal|up) with ([^?.!;,]+)", re.IGNORECASE)
+_WHAT_CAUSES = re.compile(r"(?<![\w'])what makes ([^?.!;,]+?) happen(?![\w'])", re.IGNORECASE)
+_ORIGIN = re.compile(r"(?<![\w'])where(?:'d| does| do| did) ([^?.!;,]+?) (?:come|originate) from(?![\w'])", re.IGNORECASE)
 
 # "keep X from turning brown" asks how to prevent it; "keep" alone ("keep my job") is no synonym of "stop".
 _KEEP_FROM = re.compile(r"(?<![\w'])keep((?: [\w'-]+){1,3}) from(?![\w'])", re.IGNORECASE)
@@ -102,4 +111,7 @@ def plain(text: str) -> str:
     text = _REWRITES.sub(lambda m: REWRITES[m.group(1).casefold()], text)
     text = _KEEP_FROM.sub(lambda m: f"prevent{m.group(1)} from", text)
     text = _WHAT_IT_DOES.sub(lambda m: f"what does {m.group(1).strip()} do", text)
+    text = _HOW_IT_WORKS.sub(lambda m: f"how does {m.group(1).strip()} work", text)
+    text = _WHAT_CAUSES.sub(lambda m: f"what causes {m.group(1).strip()}", text)
+    text = _ORIGIN.sub(lambda m: f"what is the origin of {m.group(1).strip()}", text)
     return " ".join(text.split()).lstrip(" ,;:.!")

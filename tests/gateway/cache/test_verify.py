@@ -117,6 +117,11 @@ def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     ("I'd appreciate some guidance on writing a eulogy.", "how do i write a eulogy"),
     ("Any tips for potty training a puppy?", "How do I potty train a puppy?"),  # request nouns and verbs
     ("Which knife should be used for filleting fish?", "Which knife should I use to fillet fish?"),
+    ("How do I get my money back for a broken kettle?", "How do I get a refund for a faulty kettle?"),  # everyday
+    ("Why is my bathroom tap dripping?", "Why is my bathroom faucet leaking?"),  # synonyms
+    ("Can I put my luggage in the attic?", "Can I put my baggage in the loft?"),
+    ("What is the origin of the word 'robot'?", "Where does the word 'robot' come from?"),  # a question form
+    ("whats up with daylight saving time", "How does daylight saving time work?"),
 ])
 def test_paraphrases_pass(verifier, stored, asked):
     assert verifier.refusal(asked, stored) is None
@@ -164,6 +169,9 @@ def test_phrasing_drops_courtesy_and_spells_out_shorthand():
     assert plain("If you don't mind, how do u reset it?") == "how do you reset it?"
     assert plain("Hello! Could you please explain DNS?") == "DNS?"
     assert plain("why cant i log in") == "why can't i log in"
+    assert plain("whats the deal with daylight saving time?") == "how does daylight saving time work?"
+    assert plain("What makes a rainbow happen?") == "what causes a rainbow?"
+    assert plain("Where'd the word 'robot' come from?") == "what is the origin of the word 'robot'?"
 
 
 def test_content_words_and_stems():

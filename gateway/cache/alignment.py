@@ -86,6 +86,7 @@ class Aligner:
         left_b = [w for w in b if not any(self._same(w, x) for x in a) and not self._noise(w, b, a)]
         left_a = _how_long(query, left_a, left_b)
         left_b = _how_long(candidate, left_b, left_a)
+        left_a, left_b = self._real_word_typos(a, b, left_a, left_b)
         for w in left_a + left_b:
             if w.surface in _NEGATING_WORDS or _opposite(w.surface, [x.surface for x in (b if w in left_a else a)]):
                 return "negation", False
@@ -201,8 +202,35 @@ class Aligner:
         joined_own = {x.surface + y.surface for x, y in zip(own, own[1:]) if w in (x, y)}
         return w.surface in joined_other or bool(joined_own & {o.surface for o in other})
 
+    def _real_word_typos(self, a: tuple[Word, ...], b: tuple[Word, ...], left_a: list[Word],
+                         left_b: list[Word]) -> tuple[list[Word], list[Word]]:
+        """The two sides without the dictionary words one edit apart ("sting" / "string", "loose" / "lose"),
+        when a side also has a word no dictionary knows: a question typed with typos has its real-word
+        typos too. Asked with care ("mouse" / "moose"), the two words are two things."""
+        if not left_a or not left_b or not (self._noisy(a) or self._noisy(b)):
+            return left_a, left_b
+        for x in list(left_a):
+            y = next((y for y in left_b if self._one_slip(x, y)), None)
+            if y is not None:
+                left_a.remove(x)
+                left_b.remove(y)
+        return left_a, left_b
+
+    def _noisy(self, words: tuple[Word, ...]) -> bool:
+        return any(len(w.surface) >= self.config.typo_min_length and w.surface.isalpha()
+                   and not self.vectors.known(w.surface) and not (self.wordnet and self.wordnet.known(w.surface))
+                   for w in words)
+
+    def _one_slip(self, x: Word, y: Word) -> bool:
+        return min(len(x.surface), len(y.surface)) >= self.config.typo_min_length and not (
+            x.closed_class or y.closed_class or x.surface.isdigit() or y.surface.isdigit()
+            or _opposite(x.surface, [y.surface])) and edit_distance(x.surface, y.surface, 1) <= 1
+
     def _typo(self, x: str, y: str) -> bool:
         shortest = min(len(x), len(y))
+        if shortest == 3 and len(x) == len(y) and sorted(x) == sorted(y) and x != y \
+                and not (self.vectors.known(x) and self.vectors.known(y)) and edit_distance(x, y, 1) <= 1:
+            return True  # two neighbours swapped in a short word ("fxi" / "fix")
         if shortest < self.config.typo_min_length or x.isdigit() or y.isdigit() or _opposite(x, [y]):
             return False
         if self.vectors.known(x) and self.vectors.known(y):

@@ -44,7 +44,7 @@ REWRITES = {
     "u": "you", "ur": "your", "r": "are", "thx": "", "wat": "what", "em": "them", "wut": "what", "wht": "what", "teh": "the", "cant": "can't", "wont": "won't", "dont": "don't",
     "doesnt": "doesn't", "isnt": "isn't", "arent": "aren't", "wasnt": "wasn't", "werent": "weren't",
     "didnt": "didn't", "shouldnt": "shouldn't", "couldnt": "couldn't", "wouldnt": "wouldn't",
-    "havent": "haven't", "hasnt": "hasn't", "whats": "what's", "hows": "how's", "im": "i'm",
+    "havent": "haven't", "hasnt": "hasn't", "whats": "what's", "ive": "i've", "youre": "you're", "theyre": "they're", "thats": "that's", "hows": "how's", "im": "i'm",
     "turn on": "enable", "switch on": "enable", "turn off": "disable", "switch off": "disable",
     "get rid of": "remove", "come up with": "create", "set up": "setup", "find out": "find",
     "look up": "find", "figure out": "find", "most recent": "latest", "how come": "why",

@@ -41,6 +41,13 @@ class Verifier:
         if failed is not None or self.aligner is None:
             return failed
         reason, by_vectors = self.aligner.judge(query, candidate)
+        mended = self.mend(query), self.mend(candidate)
+        if reason is not None and mended != (query, candidate):
+            # The alignment's own typo rule takes one edit, or two in long words; the speller mends what
+            # it misses ("lisence"). Either reading may stand: the speller also mends some typos wrongly.
+            second, by_vectors_mended = self.aligner.judge(*mended)
+            if second is None:
+                reason, by_vectors = None, by_vectors_mended
         if reason is None and by_vectors and score is not None and score < self.vector_floor:
             return "align:vectors"
         return None if reason is None else "align:" + reason.split(":")[0]

@@ -33,7 +33,8 @@ def verifier(embedder) -> Verifier:
     ("role reversal", "Does the tenant pay the landlord a deposit?", "Does the landlord pay the tenant a deposit?"),
     ("scope", "How do I read a file line by line in rust?", "How do I read a file line by line in golang?"),
     ("scope", "What vaccines does a puppy need?", "What vaccines does an adult dog need?"),
-    ("entity", "Where can I buy a book?", "Where can I buy a notebook?"),  # a word inside another is no compound
+    ("entity", "Where can I buy a book?", "Where can I buy a notebook?"),
+    ("entity", "How big does a mouse get?", "How big does a moose get?"),  # typed with care: two animals  # a word inside another is no compound
     ("role reversal", "Does my landlord owe me money?", "Do I owe my landlord money?"),  # pronoun roles
     ("role reversal", "Can a type B donor give to type AB?", "Can a type AB donor give to type B?"),
     ("comparative", "What is the most visited museum in Paris?", "What is the least visited museum in Paris?"),
@@ -122,6 +123,9 @@ def test_hard_negatives_are_refused(verifier, kind, stored, asked):
     ("Can I put my luggage in the attic?", "Can I put my baggage in the loft?"),
     ("What is the origin of the word 'robot'?", "Where does the word 'robot' come from?"),  # a question form
     ("whats up with daylight saving time", "How does daylight saving time work?"),
+    ("How do I sort a list in Python?", "how do i srot a list in pyhton"),  # real-word-free typos
+    ("How do I wax my skis?", "how do i wxa my skis"),  # two neighbours swapped in a short word
+    ("Can I lose weight by walking?", "can i loose wieght by walking"),  # a real-word typo among typos
 ])
 def test_paraphrases_pass(verifier, stored, asked):
     assert verifier.refusal(asked, stored) is None
@@ -217,3 +221,15 @@ def test_seasons_are_times_only_where_a_time_fits():
     assert times("How do I fix a spring in my mattress?") == []
     assert times("Why do birds migrate in the fall?") == ["fall"]
     assert times("Is Kyoto crowded in spring?") == ["spring"]
+
+
+def test_the_alignment_also_reads_the_questions_mended(embedder):
+    """A typo the alignment's own one-edit rule misses ("lisence": two letters traded) passes once the
+    speller has mended it; a mended reading never makes a refused pair of real words pass."""
+    stored, asked = "How do I renew my driver's license online?", "how do i renew my drivers lisence online"
+    mend = {asked: "how do i renew my drivers license online"}
+    plain_verifier = Verifier(Aligner(WordVectors(embedder)))
+    mended_verifier = Verifier(Aligner(WordVectors(embedder)), mend=lambda text: mend.get(text, text))
+    assert plain_verifier.refusal(asked, stored) is not None
+    assert mended_verifier.refusal(asked, stored) is None
+    assert mended_verifier.refusal("How do I renew my passport online?", stored) is not None

@@ -222,17 +222,19 @@ class Aligner:
                    for w in words)
 
     def _one_slip(self, x: Word, y: Word) -> bool:
-        return min(len(x.surface), len(y.surface)) >= self.config.typo_min_length and not (
-            x.closed_class or y.closed_class or x.surface.isdigit() or y.surface.isdigit()
-            or _opposite(x.surface, [y.surface])) and edit_distance(x.surface, y.surface, 1) <= 1
+        return not (x.closed_class or y.closed_class) and self._typo(x.surface, y.surface, real_words=True)
 
-    def _typo(self, x: str, y: str) -> bool:
+    def _typo(self, x: str, y: str, real_words: bool = False) -> bool:
+        """One edit apart (two in long words), and not both dictionary words unless `real_words` (then one
+        edit only)."""
         shortest = min(len(x), len(y))
         if shortest == 3 and len(x) == len(y) and sorted(x) == sorted(y) and x != y \
                 and not (self.vectors.known(x) and self.vectors.known(y)) and edit_distance(x, y, 1) <= 1:
             return True  # two neighbours swapped in a short word ("fxi" / "fix")
         if shortest < self.config.typo_min_length or x.isdigit() or y.isdigit() or _opposite(x, [y]):
             return False
+        if real_words:
+            return edit_distance(x, y, 1) <= 1
         if self.vectors.known(x) and self.vectors.known(y):
             return False
         return edit_distance(x, y, 2) <= (1 if shortest < 8 else 2)

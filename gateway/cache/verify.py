@@ -37,11 +37,11 @@ class Verifier:
         """None when the candidate may answer the query; else the name of the check that refused it.
         `score`: the pair's cosine, if known; a pair accepted on word vectors alone needs vector_floor."""
         query, candidate = plain(query), plain(candidate)
-        failed = first_disagreement(self.mend(query), self.mend(candidate), self.guards)
+        mended = self.mend(query), self.mend(candidate)
+        failed = first_disagreement(*mended, self.guards)
         if failed is not None or self.aligner is None:
             return failed
         reason, by_vectors = self.aligner.judge(query, candidate)
-        mended = self.mend(query), self.mend(candidate)
         if reason is not None and mended != (query, candidate):
             # The alignment's own typo rule takes one edit, or two in long words; the speller mends what
             # it misses ("lisence"). Either reading may stand: the speller also mends some typos wrongly.

@@ -119,7 +119,7 @@ ANTONYMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # Who holds a home or a car decides the answer: an owner's duties are not a tenant's.
     "own": (("own", "owned", "owning", "owner", "owners", "homeowner", "landlord", "mortgage"),
             ("rent", "rented", "renting", "renter", "renters", "tenant", "tenants", "lease", "leased", "leasing")),
-    # The case for a thing and the case against it.
-    "favor": (("pros", "advantages", "benefits", "upsides", "in favor of", "in favour of", "arguments for"),
-              ("cons", "disadvantages", "drawbacks", "downsides", "arguments against")),
+    # The case for a thing and the case against it (a bare "for" / "against" is alignment._stance_traded's).
+    "favor": (("pros", "advantages", "benefits", "upsides", "in favor of", "in favour of"),
+              ("cons", "disadvantages", "drawbacks", "downsides")),
 }

@@ -22,7 +22,8 @@ KEYS = {"id", "a", "b", "label", "kind", "domain"}
 @pytest.fixture(scope="module")
 def splits() -> dict[str, list[dict]]:
     return {"dev": corpus.load("dev"), "dev2": corpus.load("dev2"), "dev3": corpus.load("dev3"),
-            "dev4": corpus.load("dev4"), "test": corpus.load("test")}
+            "dev4": corpus.load("dev4"), "dev5": corpus.load("dev5"), "train": corpus.load("train"),
+            "test": corpus.load("test")}
 
 
 def _side_key(pair: dict, side: str) -> tuple:
@@ -62,28 +63,35 @@ def test_counts_cover_every_kind_in_both_splits(splits):
     dev, test = splits["dev"], splits["test"]
     n_dev, n_dev2, n_test = len(dev), len(splits["dev2"]), len(test)
     assert n_dev + n_test >= 1200 and n_dev2 >= 390 and len(splits["dev3"]) >= 390
-    assert len(splits["dev4"]) >= 250
-    for pairs in (dev, splits["dev2"], splits["dev3"], splits["dev4"], test):
+    assert len(splits["dev4"]) >= 250 and len(splits["dev5"]) >= 400 and len(splits["train"]) >= 3500
+    for pairs in (dev, splits["dev2"], splits["dev3"], splits["dev4"], splits["dev5"], splits["train"], test):
         assert set(Counter(p["kind"] for p in pairs)) == PARA | NEG
     labels = Counter(p["label"] for p in dev + test)
     assert 0.4 <= labels[1] / (labels[0] + labels[1]) <= 0.6
 
 
 def test_no_duplicate_ids_or_pairs_and_no_cross_split_overlap(splits):
-    everything = splits["dev"] + splits["dev2"] + splits["dev3"] + splits["dev4"] + splits["test"]
+    everything = [p for pairs in splits.values() for p in pairs]
     n_ids, n_pairs = len({p["id"] for p in everything}), len(everything)
     assert n_ids == n_pairs
     keys = [_pair_key(p) for p in everything]
     n_keys = len(set(keys))
     assert n_keys == n_pairs
-    dev_keys = {_pair_key(p) for p in splits["dev"] + splits["dev2"] + splits["dev3"] + splits["dev4"]}
+    dev_keys = {_pair_key(p) for name, pairs in splits.items() if name != "test" for p in pairs}
     shared = len(dev_keys & {_pair_key(p) for p in splits["test"]})  # a count: never the pairs themselves
     assert shared == 0
 
 
-def test_dev3_and_dev4_share_no_question_with_test(splits):
-    test_sides = {q.strip().casefold() for p in splits["test"] for q in (p["a"], p["b"])}
-    shared = sum(q.strip().casefold() in test_sides for p in splits["dev3"] + splits["dev4"] for q in (p["a"], p["b"]))
+def _questions(pairs: list[dict]) -> set[str]:
+    return {" ".join(q.split()).casefold() for p in pairs for q in (p["a"], p["b"])}
+
+
+@pytest.mark.parametrize("split,apart", [("dev3", "test"), ("dev4", "test"), ("dev5", "test"), ("train", "test"),
+                                         ("train", "dev5"), ("dev5", "dev"), ("dev5", "dev2"),
+                                         ("dev5", "dev3"), ("dev5", "dev4")])
+def test_held_out_splits_share_no_question(splits, split, apart):
+    """dev5 (the judge's thresholds) and test (sealed) stay apart from what is trained and tuned on."""
+    shared = len(_questions(splits[split]) & _questions(splits[apart]))
     assert shared == 0  # a count: never the questions themselves
 
 
@@ -102,4 +110,4 @@ def test_a_tampered_test_split_is_refused(tmp_path):
 
 def test_an_unknown_split_is_refused():
     with pytest.raises(ValueError):
-        corpus.load("train")
+        corpus.load("dev9")

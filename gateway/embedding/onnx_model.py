@@ -1,6 +1,7 @@
-"""The embedder's forward pass on ONNX Runtime: the packaged MiniLM exported once to an ONNX file (about 2 s,
-at the first start; kept under the cache folder, keyed by the model's files and the torch version) and run
-by ONNX Runtime's CPU kernels.
+"""Transformer forward passes on ONNX Runtime: a model exported once to an ONNX file (about 2 s, at the first
+start; kept under the cache folder, keyed by the model's files and the torch version) and run by ONNX
+Runtime's CPU kernels. Two models use it: the embedder's MiniLM with mean pooling (OnnxEncoder, here) and the
+semantic cache's pair judge (cross_encoder.py).
 
 Why: a cache lookup embeds one short question, where PyTorch's eager per-op overhead is most of the time.
 On the 2-core development machine one question takes ~4.8 ms here against ~9-11 ms in PyTorch bfloat16 and
@@ -12,7 +13,10 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,38 +28,44 @@ def available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx"))
 
 
-def model_key(model_path: Path) -> str:
-    """Changes when the model's files or the exporter (torch) change."""
+def model_key(*paths: Path) -> str:
+    """Changes when any of the model's files (a folder's files, or a file) or the exporter (torch) change."""
     import torch
 
     digest = hashlib.sha256(torch.__version__.encode())
-    for f in sorted(model_path.iterdir()):
-        if f.is_file():
-            stat = f.stat()
-            digest.update(f"{f.name}:{stat.st_size}:{int(stat.st_mtime)}".encode())
+    for path in paths:
+        files: Iterable[Path] = sorted(path.iterdir()) if path.is_dir() else [path]
+        for f in files:
+            if f.is_file():
+                stat = f.stat()
+                digest.update(f"{f.name}:{stat.st_size}:{int(stat.st_mtime)}".encode())
     return digest.hexdigest()[:16]
 
 
-def export(model_path: Path, out: Path) -> Path:
-    """Export the transformer plus masked mean pooling to `out` (written to a temporary file, then renamed,
-    so a concurrent start never reads half a file)."""
-    import torch
-    from transformers import AutoModel
+@dataclass(slots=True, frozen=True)
+class Graph:
+    """What to export: a torch module, example inputs (int64 [batch, seq] each), their names, the output's."""
 
-    # The eager attention traces the padding mask as data; the SDPA path bakes the example's shape in.
-    model = AutoModel.from_pretrained(str(model_path), attn_implementation="eager").eval()
-    ids = torch.tensor([[101, 2129, 2079, 1045, 2102, 102], [101, 2129, 2079, 102, 0, 0]])
-    mask = (ids > 0).long()
+    module: Any
+    example: tuple
+    inputs: tuple[str, ...]
+    output: str
+
+
+def export(graph: Graph, out: Path) -> Path:
+    """Export `graph` to `out` with batch and sequence dynamic (written to a temporary file, then renamed, so
+    a concurrent start never reads half a file)."""
+    import torch
+
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".onnx.tmp")
     os.close(fd)
     try:
         with torch.inference_mode():
-            torch.onnx.export(_Pooled(model), (ids, mask), tmp, input_names=["input_ids", "attention_mask"],
-                              output_names=["pooled"], opset_version=17, dynamo=False,
-                              dynamic_axes={"input_ids": {0: "batch", 1: "sequence"},
-                                            "attention_mask": {0: "batch", 1: "sequence"},
-                                            "pooled": {0: "batch"}})
+            torch.onnx.export(graph.module, graph.example, tmp, input_names=list(graph.inputs),
+                              output_names=[graph.output], opset_version=17, dynamo=False,
+                              dynamic_axes={**{name: {0: "batch", 1: "sequence"} for name in graph.inputs},
+                                            graph.output: {0: "batch"}})
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):
@@ -63,32 +73,59 @@ def export(model_path: Path, out: Path) -> Path:
     return out
 
 
+def exported(name: str, cache_dir: Path, build: Callable[[], Graph]) -> Path:
+    """The ONNX file `name` under `cache_dir`, exported from build() the first time; a read-only home (some
+    containers) falls back to the temporary folder."""
+    path = Path(cache_dir) / name
+    if path.is_file():
+        return path
+    try:
+        return export(build(), path)
+    except OSError:
+        path = Path(tempfile.gettempdir()) / "tollgate-onnx" / name
+        return path if path.is_file() else export(build(), path)
+
+
+def session(path: Path, threads: int):
+    """An ONNX Runtime CPU session with `threads` intra-op threads and every graph optimisation."""
+    import onnxruntime as ort
+
+    if threads < 1:
+        raise ValueError(f"threads must be >= 1, got {threads}")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def package_name(model_path: Path) -> str:
+    """A packaged model lives in <package>/model: name it after the package then."""
+    return model_path.parent.name if model_path.name == "model" else model_path.name
+
+
 class OnnxEncoder:
     """ids, mask [batch, seq] int64 -> mean-pooled hidden states [batch, dim] float32 (not normalised)."""
 
     def __init__(self, model_path: Path, cache_dir: Path, threads: int = 1) -> None:
-        import onnxruntime as ort
-
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
-        path = Path(cache_dir) / f"{model_path.parent.name if model_path.name == 'model' else model_path.name}-" \
-                                  f"{model_key(model_path)}.onnx"
-        if not path.is_file():
-            try:
-                export(model_path, path)
-            except OSError:  # a read-only home (some containers): the temporary folder then
-                path = Path(tempfile.gettempdir()) / "tollgate-onnx" / path.name
-                if not path.is_file():
-                    export(model_path, path)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.path = path
-        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.path = exported(f"{package_name(model_path)}-{model_key(model_path)}.onnx", cache_dir,
+                             lambda: _encoder_graph(model_path))
+        self._session = session(self.path, threads)
 
     def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+
+
+def _encoder_graph(model_path: Path) -> Graph:
+    import torch
+    from transformers import AutoModel
+
+    # The eager attention traces the padding mask as data; the SDPA path bakes the example's shape in.
+    model = AutoModel.from_pretrained(str(model_path), attn_implementation="eager").eval()
+    ids = torch.tensor([[101, 2129, 2079, 1045, 2102, 102], [101, 2129, 2079, 102, 0, 0]])
+    return Graph(_pooled_module()(model), (ids, (ids > 0).long()), ("input_ids", "attention_mask"), "pooled")
 
 
 def _pooled_module():
@@ -106,7 +143,3 @@ def _pooled_module():
             return (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
 
     return Pooled
-
-
-def _Pooled(model):  # noqa: N802 (a class made on demand: torch is imported only when exporting)
-    return _pooled_module()(model)

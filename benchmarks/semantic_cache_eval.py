@@ -4,9 +4,11 @@ per kind, through the real cache path; then lookup latency at 10k / 100k entries
 Every pair goes through SemanticCache itself: `a` (with its earlier turns, if any) is stored under a fresh
 tenant, `b` is looked up there with the real embedder, FAISS, guards and verifier; then `b` is looked up
 under another fresh tenant (a hit there is a cross-tenant leak: must be 0). Two configurations in one run:
-ours (verifier on, the default threshold) and "cosine >= 0.95 alone" (no guards, no verifier).
+ours (verifier and pair judge on, the default threshold), the same rules without the judge, and "cosine >= 0.95
+alone" (no guards, no verifier).
 
-Tune on dev only. The test split is sealed: the lead scores it once (`--split test`).
+Tune the rules on dev-dev4 and train the judge on those and `train`; dev5 is held out from both. The test
+split is sealed: the lead scores it once (`--split test`).
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/semantic_cache_eval.py                # dev + latency
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/semantic_cache_eval.py --quick        # dev + 10k latency only
@@ -32,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gateway.cache import DEFAULT_THRESHOLD, CacheConfig, CacheRequest, SemanticCache, TenantCachePolicy  # noqa: E402
 from gateway.cache.keys import exact_key, namespace_key  # noqa: E402
 from gateway.cache.types import CachedAnswer, CacheEntry  # noqa: E402
+from gateway.cache.judge import JudgeConfig  # noqa: E402
 from gateway.cache.verify import Verifier  # noqa: E402
 from gateway.embedding import Embedder, EmbedderConfig  # noqa: E402
 
@@ -124,11 +127,14 @@ def evaluate(embedder: Embedder, rows: list[dict], threshold: float) -> None:
     cache = SemanticCache(embedder, CacheConfig(default_policy=policy))
     cache.warm()  # as the gateway at start-up, so the word vectors come from the same batches as there
     ours = run_pairs(cache, rows, policy)
+    rules = SemanticCache(embedder, CacheConfig(default_policy=policy, judge=JudgeConfig(enabled=False)))
+    alone = run_pairs(rules, rows, policy)  # the verifier's rules without the pair judge
     base_policy = TenantCachePolicy(threshold=BASELINE_THRESHOLD, max_entries=10, ttl_s=0)
     bare = SemanticCache(embedder, CacheConfig(default_policy=base_policy), verifier=Verifier(None, guards={}))
     base = run_pairs(bare, rows, base_policy)
     s_ours, s_base = summary(ours), summary(base)
-    print(line(f"ours: verifier, cosine >= {threshold}", s_ours))
+    print(line(f"ours: verifier + judge, cosine >= {threshold}", s_ours))
+    print(line("  the same without the judge (rules alone)", summary(alone)))
     print(line(f"cosine >= {BASELINE_THRESHOLD} alone", s_base))
     if s_base["wrong"]:
         print(f"  ratio: wrong answers {s_ours['wrong']} vs {s_base['wrong']} "
@@ -204,8 +210,9 @@ def _p(seconds: list[float], q: float) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--split", default="dev", choices=["dev", "dev2", "dev3", "dev4", "test"],
-                        help="dev2, dev3, dev4: later tuning splits; test: the sealed split (the lead's)")
+    parser.add_argument("--split", default="dev", choices=["dev", "dev2", "dev3", "dev4", "dev5", "test"],
+                        help="dev2-dev4: later tuning splits; dev5: held out (picks the judge's thresholds, "
+                             "never trained or tuned on); test: the sealed split (the lead's)")
     parser.add_argument("--pairs", help="a jsonl file of pairs instead of the corpus split")
     parser.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
     parser.add_argument("--quick", action="store_true", help="10k entries only, 100 latency queries")

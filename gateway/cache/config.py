@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from gateway.cache.alignment import AlignmentConfig
 from gateway.cache.audit import AuditConfig
 from gateway.cache.index import IndexConfig
+from gateway.cache.judge import JudgeConfig
 
 # The cosine only picks which neighbours the verifier (verify.py) judges; the verifier decides. Chosen on the
 # dev and dev2 splits (benchmarks/semantic_cache_eval.py): from 0.75 down to 0.60 paraphrases served rise
@@ -59,6 +60,7 @@ class CacheConfig:
     # WordNet and the synonym lists need only the threshold.
     vector_floor: float = VECTOR_FLOOR
     audit: AuditConfig = field(default_factory=AuditConfig)  # the live accuracy check
+    judge: JudgeConfig = field(default_factory=JudgeConfig)  # the pair judge after the rules (judge.py)
 
     def __post_init__(self) -> None:
         if not isinstance(self.default_policy, TenantCachePolicy):

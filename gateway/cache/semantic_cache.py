@@ -18,6 +18,7 @@ from gateway.cache.config import CacheConfig, TenantCachePolicy
 from gateway.cache.alignment import Aligner
 from gateway.cache.audit import AccuracyAudit
 from gateway.cache.guards import GUARDS, Guard
+from gateway.cache.judge import PairJudge
 from gateway.cache.keys import Uncacheable, context, exact_key, namespace_key, question
 from gateway.cache.live_check import LiveCheck
 from gateway.cache.memory import EntryStore
@@ -39,6 +40,15 @@ startup_log = logging.getLogger("tollgate.cache")
 Savings = Callable[[str, int, int], float]
 
 
+def default_judge(config: CacheConfig) -> PairJudge | None:
+    """The shipped pair judge (loaded at its first use, or by warm()); None when the config turns it off."""
+    if not config.judge.enabled:
+        return None
+    from gateway.embedding.cross_encoder import shared
+
+    return PairJudge(shared, config.judge)
+
+
 class SemanticCache:
     def __init__(self, embedder: Embedder, config: CacheConfig | None = None, *,
                  repository: CacheRepository | None = None, metrics: CacheMetrics | None = None,
@@ -52,7 +62,7 @@ class SemanticCache:
         # The guards, then the content-word alignment, on every candidate above the threshold.
         self.verifier = verifier or Verifier(Aligner(WordVectors(embedder), self.config.alignment), guards,
                                              similarity=self._similarity, mend=self.guard_text,
-                                             vector_floor=self.config.vector_floor)
+                                             vector_floor=self.config.vector_floor, judge=default_judge(self.config))
         # A sampled fraction of hits is answered again by the model (live_check.py); disagreements
         # tighten the tenant's threshold (audit.py).
         self.audit = AccuracyAudit(self.config.audit)
@@ -167,8 +177,17 @@ class SemanticCache:
                 if answer is not None:  # None: expired, or cut shorter than this request allows
                     candidates.append((entry, answer, score))
         rejected: str | None = None
+        judged = 0
         for entry, answer, score in candidates:
-            failed = self.verifier.refusal(text, entry.question, score)
+            failed = self.verifier.rules_refusal(text, entry.question, score)
+            if self.verifier.needs_judge(failed):
+                # The judge reads the best-scored pairs only (a model call each): past its budget a pair the
+                # rules accept is refused too, never served unread.
+                if judged < self.config.judge.max_pairs:
+                    judged += 1
+                    failed = self.verifier.judged(failed, text, entry.question, earlier, entry.context)
+                else:
+                    failed = failed or "judge:budget"
             if failed is None and (earlier or entry.context):
                 failed = self.verifier.context_refusal(earlier, entry.context)  # the same conversation, too
             with self._lock:
@@ -298,6 +317,8 @@ class SemanticCache:
             return 0
         if aligner.wordnet is not None:
             aligner.wordnet.load()
+        if self.verifier.judge is not None:
+            self.verifier.judge.load()  # the first start exports it to ONNX (a few seconds)
         self.search_text("")  # the speller's tables
         return aligner.vectors.warm(stop=stop)
 

@@ -2,7 +2,9 @@
 holds up, once rid of phrasing that changes nothing (phrasing.py): first under the rule-based guards (numbers,
 units, negation, polarity, named entities), which read lower-case typos mended (`mend`), then under the
 content-word alignment (alignment.py: entities of one kind, attributes, times, scopes, order). A pair the
-alignment accepts only on the embedder's word vectors must also reach `vector_floor` by cosine.
+alignment accepts only on the embedder's word vectors must also reach `vector_floor` by cosine. Last, the pair
+judge (judge.py), a cross-encoder that reads both questions whole, may refuse what the rules accept and serve
+what they refused for want of a word's equivalent.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from collections.abc import Callable
 
 from gateway.cache.alignment import Aligner, opposite_words
 from gateway.cache.guards import GUARDS, Guard, entities_present, first_disagreement
+from gateway.cache.judge import PairJudge
 from gateway.cache.phrasing import plain
 
 
@@ -24,7 +27,8 @@ CONTEXT_SIMILARITY = 0.72
 class Verifier:
     def __init__(self, aligner: Aligner | None, guards: dict[str, Guard] = GUARDS,
                  similarity: Callable[[str, str], float] | None = None,
-                 mend: Callable[[str], str] | None = None, vector_floor: float = 0.0) -> None:
+                 mend: Callable[[str], str] | None = None, vector_floor: float = 0.0,
+                 judge: PairJudge | None = None) -> None:
         self.aligner = aligner  # None: the guards alone (the cache before verification)
         self.guards = guards
         self.similarity = similarity  # cosine of two texts' embeddings, for earlier turns; None: not checked
@@ -32,10 +36,29 @@ class Verifier:
         self.mend = mend or (lambda text: text)
         # The least cosine at which a pair accepted on word vectors alone is served (CacheConfig.vector_floor).
         self.vector_floor = vector_floor
+        self.judge = judge  # None: the rules decide alone
 
-    def refusal(self, query: str, candidate: str, score: float | None = None) -> str | None:
+    def refusal(self, query: str, candidate: str, score: float | None = None, earlier: str = "",
+                stored_earlier: str = "") -> str | None:
         """None when the candidate may answer the query; else the name of the check that refused it.
-        `score`: the pair's cosine, if known; a pair accepted on word vectors alone needs vector_floor."""
+        `score`: the pair's cosine, if known; a pair accepted on word vectors alone needs vector_floor.
+        `earlier`, `stored_earlier`: each conversation's earlier user turns, which the judge reads too."""
+        reason = self.rules_refusal(query, candidate, score)
+        if self.needs_judge(reason):
+            return self.judged(reason, query, candidate, earlier, stored_earlier)
+        return reason
+
+    def needs_judge(self, reason: str | None) -> bool:
+        """Whether the judge has a say on a pair the rules judged `reason`."""
+        return self.judge is not None and self.judge.overrules(reason)
+
+    def judged(self, reason: str | None, query: str, candidate: str, earlier: str = "",
+               stored_earlier: str = "") -> str | None:
+        """The final refusal of a pair the rules judged `reason`, once the judge has read it."""
+        return self.judge.decide(reason, self.judge.probability(query, candidate, earlier, stored_earlier))
+
+    def rules_refusal(self, query: str, candidate: str, score: float | None = None) -> str | None:
+        """refusal() by the guards and the alignment alone."""
         query, candidate = plain(query), plain(candidate)
         mended = self.mend(query), self.mend(candidate)
         failed = first_disagreement(*mended, self.guards)

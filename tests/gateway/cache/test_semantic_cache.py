@@ -257,3 +257,74 @@ def test_warm_loads_the_verifier_ahead_of_lookups(cache):
     cache.start_warming().join(timeout=30)  # the gateway's background start
     with pytest.raises(ValueError, match="batch"):
         vectors.warm([], batch=0)
+
+
+class _Judge:
+    """A stand-in scorer for the pair judge: one probability for every pair, and what it read."""
+
+    def __init__(self, p: float) -> None:
+        self.p, self.read = p, []
+
+    def probabilities(self, pairs):
+        self.read += pairs
+        return [self.p] * len(pairs)
+
+
+def _with_judge(cache, p: float, **config):
+    from gateway.cache.judge import JudgeConfig, PairJudge
+
+    scorer = _Judge(p)
+    cache.verifier.judge = PairJudge(scorer, JudgeConfig(**config))
+    cache.config.judge = cache.verifier.judge.config
+    return scorer
+
+
+async def test_the_judge_vetoes_a_pair_the_rules_accept(cache, policy):
+    await put(cache, ask("What is the capital of France?"), policy)
+    scorer = _with_judge(cache, 0.1)
+    result = await cache.lookup(ask("What's the capital city of France?"), policy)
+    assert (result.status, result.reason) == ("miss", "guard:judge")
+    assert scorer.read == [("What's the capital city of France?", "What is the capital of France?")]
+
+
+async def test_the_judge_serves_a_rewording_the_rules_cannot_match(cache, policy):
+    stored, asked = "Why does my laptop get so hot?", "Why is my notebook computer overheating?"
+    assert cache.verifier.rules_refusal(asked, stored).startswith("align:substitution")  # no equivalent known
+    await put(cache, ask(stored), policy)
+    _with_judge(cache, 0.999)
+    assert (await cache.lookup(ask(asked), policy)).status == "hit"
+    _with_judge(cache, 0.9)  # below the rescue bar: the rules' refusal stands
+    assert (await cache.lookup(ask(asked), policy)).status == "miss"
+
+
+async def test_the_judge_never_overturns_negation(cache, policy):
+    await put(cache, ask("How do I enable two-factor authentication?"), policy)
+    scorer = _with_judge(cache, 1.0)
+    assert (await cache.lookup(ask("How do I disable two-factor authentication?"), policy)).status == "miss"
+    assert scorer.read == []  # never even asked
+
+
+async def test_the_judge_reads_both_conversations(cache, policy):
+    lisbon = [{"role": "user", "content": "I'm visiting Lisbon in May."}, {"role": "assistant", "content": "Nice."}]
+    await put(cache, ask("What should I pack?", history=lisbon), policy)
+    scorer = _with_judge(cache, 0.9)
+    again = [{"role": "user", "content": "I'll be in Lisbon this May."}, {"role": "assistant", "content": "Lovely."}]
+    await cache.lookup(ask("What should I pack?", history=again), policy)
+    assert scorer.read == [("I'll be in Lisbon this May.\nWhat should I pack?",
+                            "I'm visiting Lisbon in May.\nWhat should I pack?")]
+
+
+async def test_past_its_budget_a_pair_is_refused_unread(cache, policy):
+    await put(cache, ask("What is the capital of France?"), policy)
+    scorer = _with_judge(cache, 0.9, max_pairs=0)
+    result = await cache.lookup(ask("What's the capital city of France?"), policy)
+    assert (result.status, result.reason) == ("miss", "guard:judge:budget") and scorer.read == []
+
+
+async def test_the_judge_reads_at_most_max_pairs_per_lookup(cache, policy):
+    for text in ("What is the capital of France?", "Which city is the capital of France?",
+                 "What city is France's capital?"):
+        await put(cache, ask(text), policy)
+    scorer = _with_judge(cache, 0.1, max_pairs=2)  # vetoes every pair it reads
+    result = await cache.lookup(ask("What's the capital city of France?"), policy)
+    assert result.status == "miss" and len(scorer.read) <= 2

@@ -223,11 +223,13 @@ class Services:
         if settings.cache_enabled:
             from gateway.cache import CacheConfig, CacheMetrics, CacheRepository, SemanticCache, TenantCachePolicy
             from gateway.cache.audit import AuditConfig
+            from gateway.cache.judge import JudgeConfig
 
             self.cache = SemanticCache(
                 self.embedder,
                 CacheConfig(default_policy=TenantCachePolicy(max_entries=settings.cache_max_entries_per_tenant),
-                            audit=AuditConfig(fraction=settings.cache_audit_fraction)),
+                            audit=AuditConfig(fraction=settings.cache_audit_fraction),
+                            judge=JudgeConfig(enabled=settings.cache_judge)),
                 repository=CacheRepository(self.database.engine),
                 metrics=CacheMetrics(self.metrics.registry, per_tenant=settings.metrics_per_tenant),
                 savings=cache_savings(self.prices))

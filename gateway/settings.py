@@ -95,6 +95,9 @@ class Settings(BaseSettings):
     # At start-up, in the background: WordNet's tables and the embedder vocabulary's word vectors, so a
     # lookup's verification never embeds a common word (about 15 s of one core, once).
     cache_warm_verifier: bool = True
+    # The pair judge (gateway.cache.judge): a cross-encoder that reads a query and a cached question together,
+    # after the rule-based verifier; off, the rules decide alone (fewer hits, more wrong ones: README).
+    cache_judge: bool = True
     # The Responses API (gateway.api.v1.responses): stored responses a tenant keeps (its oldest go first),
     # and the UTF-8 bytes one response's conversation may reach (instructions + the previous response's
     # context and output + the new input).

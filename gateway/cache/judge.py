@@ -37,7 +37,7 @@ class JudgeConfig:
     veto: float = 0.5  # a pair the rules accept is refused below this
     # refusal kind ("numbers", "align:substitution") -> the probability at which the pair is served after all
     rescue: dict[str, float] = field(default_factory=_default_rescue)
-    max_pairs: int = 2  # pairs judged per lookup, best cosine first: bounds a lookup's latency
+    max_pairs: int = 1  # pairs judged per lookup, best cosine first: bounds a lookup's latency
 
     def __post_init__(self) -> None:
         for name, value in [("veto", self.veto), *((f"rescue[{k!r}]", v) for k, v in self.rescue.items())]:

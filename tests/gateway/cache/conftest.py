@@ -41,3 +41,14 @@ def ask(text: str, *, tenant: str = "t1", model: str = "chat", history: list[dic
     messages.append({"role": "user", "content": text})
     kw.setdefault("temperature", 0.0)
     return CacheRequest(tenant, model, messages, **kw)
+
+
+class FixedScorer:
+    """A stand-in for the pair judge's model: one probability for every pair, and the pairs it read."""
+
+    def __init__(self, p: float) -> None:
+        self.p, self.read = p, []
+
+    def probabilities(self, pairs):
+        self.read += pairs
+        return [self.p] * len(pairs)

@@ -2,23 +2,15 @@
 import pytest
 
 from gateway.cache.judge import JudgeConfig, PairJudge, judged_text, refusal_kind
-
-
-class Fixed:
-    def __init__(self, p: float) -> None:
-        self.p, self.seen = p, []
-
-    def probabilities(self, pairs):
-        self.seen += pairs
-        return [self.p] * len(pairs)
+from tests.gateway.cache.conftest import FixedScorer
 
 
 def test_the_judge_reads_earlier_turns_then_the_question():
     assert judged_text("And in winter?", "I'm going to Oslo.") == "I'm going to Oslo.\nAnd in winter?"
     assert judged_text("And in winter?", "  ") == "And in winter?"
-    scorer = Fixed(0.9)
+    scorer = FixedScorer(0.9)
     PairJudge(scorer).probability("q", "s", earlier="e", stored_earlier="")
-    assert scorer.seen == [("e\nq", "s")]
+    assert scorer.read == [("e\nq", "s")]
 
 
 @pytest.mark.parametrize("reason,p,expected", [
@@ -31,7 +23,7 @@ def test_the_judge_reads_earlier_turns_then_the_question():
     ("entities", 0.98, "entities"),
 ])
 def test_decide(reason, p, expected):
-    judge = PairJudge(Fixed(p))
+    judge = PairJudge(FixedScorer(p))
     assert judge.overrules(reason)
     assert judge.decide(reason, p) == expected
 
@@ -39,7 +31,7 @@ def test_decide(reason, p, expected):
 @pytest.mark.parametrize("reason", ["negation", "polarity", "align:negation", "align:order", "align:degree",
                                     "context:similarity", "context:entities"])
 def test_the_judge_never_overturns_negation_order_or_earlier_turns(reason):
-    judge = PairJudge(Fixed(1.0))
+    judge = PairJudge(FixedScorer(1.0))
     assert not judge.overrules(reason) and judge.decide(reason, 1.0) == reason
 
 
@@ -53,7 +45,7 @@ def test_the_model_is_built_at_first_use_once():
 
     def factory():
         built.append(1)
-        return Fixed(0.7)
+        return FixedScorer(0.7)
 
     judge = PairJudge(factory)
     assert built == []

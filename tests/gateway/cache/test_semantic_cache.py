@@ -5,7 +5,7 @@ import threading
 import pytest
 
 from gateway.cache import CacheConfig, CacheRequest, TenantCachePolicy
-from tests.gateway.cache.conftest import ask
+from tests.gateway.cache.conftest import FixedScorer, ask
 
 ANSWER = dict(answer_text="Paris.", prompt_tokens=12, completion_tokens=3, finish_reason="stop")
 
@@ -259,21 +259,10 @@ def test_warm_loads_the_verifier_ahead_of_lookups(cache):
         vectors.warm([], batch=0)
 
 
-class _Judge:
-    """A stand-in scorer for the pair judge: one probability for every pair, and what it read."""
-
-    def __init__(self, p: float) -> None:
-        self.p, self.read = p, []
-
-    def probabilities(self, pairs):
-        self.read += pairs
-        return [self.p] * len(pairs)
-
-
 def _with_judge(cache, p: float, **config):
     from gateway.cache.judge import JudgeConfig, PairJudge
 
-    scorer = _Judge(p)
+    scorer = FixedScorer(p)
     cache.verifier.judge = PairJudge(scorer, JudgeConfig(**config))
     cache.config.judge = cache.verifier.judge.config
     return scorer

@@ -65,20 +65,20 @@ def judged_text(question: str, earlier: str = "") -> str:
 
 
 class PairJudge:
-    """The probability that a query and a stored question share an answer. The scorer (a model) is built at
-    the first call or by load(), so constructing the cache never waits on it."""
+    """The probability that a query and a stored question share an answer. `load` builds the model; it is
+    called at the first use or by load(), so constructing the cache never waits on it."""
 
-    def __init__(self, scorer: PairScorer | Callable[[], PairScorer], config: JudgeConfig | None = None) -> None:
+    def __init__(self, load: Callable[[], PairScorer], config: JudgeConfig | None = None) -> None:
         self.config = config or JudgeConfig()
-        self._scorer: PairScorer | None = scorer if hasattr(scorer, "probabilities") else None
-        self._factory = None if self._scorer is not None else scorer
+        self._build = load
+        self._scorer: PairScorer | None = None
         self._lock = threading.Lock()
 
     def load(self) -> PairScorer:
         if self._scorer is None:
             with self._lock:
                 if self._scorer is None:
-                    self._scorer = self._factory()
+                    self._scorer = self._build()
         return self._scorer
 
     def probability(self, query: str, stored: str, earlier: str = "", stored_earlier: str = "") -> float:

@@ -11,7 +11,6 @@ Runtime on the CPU, as the embedder is. int8 reads a pair in ~1.3 ms against ~3.
 """
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from gateway.embedding.embedder import EmbedderConfig
-from gateway.embedding.onnx_model import Graph, exported, model_key, package_name, session
+from gateway.embedding.onnx_model import Graph, default_cache_dir, exported, model_key, package_name, session
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "pair_judge.safetensors"
@@ -31,15 +30,11 @@ def _default_base() -> Path:
     return EmbedderConfig().model_path
 
 
-def _default_cache_dir() -> Path:
-    return EmbedderConfig.__dataclass_fields__["cache_dir"].default_factory()
-
-
 @dataclass(slots=True)
 class CrossEncoderConfig:
     weights: Path = DEFAULT_WEIGHTS
     base_path: Path = field(default_factory=_default_base)  # the packaged model the weights were trained from
-    cache_dir: Path = field(default_factory=_default_cache_dir)
+    cache_dir: Path = field(default_factory=default_cache_dir)
     threads: int = 1
     quantize: bool = True  # int8 weights (dynamic quantization); False: the float32 export as trained
 
@@ -181,9 +176,3 @@ def shared(weights: Path = DEFAULT_WEIGHTS) -> CrossEncoder:
         if weights not in _shared:
             _shared[weights] = CrossEncoder(CrossEncoderConfig(weights=weights))
         return _shared[weights]
-
-
-def describe(weights: Path = DEFAULT_WEIGHTS) -> str:
-    """One line on a weights file, for logs."""
-    meta = read_metadata(weights)
-    return json.dumps({k: meta[k] for k in ("layers", "max_length", "pairs") if k in meta})

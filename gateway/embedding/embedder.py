@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from gateway.embedding.onnx_model import default_cache_dir
 
 
 # On CPUs with AVX512-BF16, bfloat16 halves single-query latency at cosine >= 0.999 to float32.
@@ -31,8 +32,7 @@ class EmbedderConfig:
     # "onnx": the model exported once and run by ONNX Runtime (onnx_model.py; 2-3x faster for one
     # question, same vectors as torch float32); "torch": PyTorch eager, on `device`.
     runtime: str = "onnx"
-    cache_dir: Path = field(default_factory=lambda: Path(os.environ.get(
-        "TOLLGATE_ONNX_CACHE", Path.home() / ".cache" / "tollgate" / "onnx")))
+    cache_dir: Path = field(default_factory=default_cache_dir)
     # None leaves torch's process-wide thread count alone (other components share it).
     num_threads: int | None = None
 

@@ -28,6 +28,11 @@ def available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx"))
 
 
+def default_cache_dir() -> Path:
+    """Where exported models are kept: $TOLLGATE_ONNX_CACHE, else ~/.cache/tollgate/onnx."""
+    return Path(os.environ.get("TOLLGATE_ONNX_CACHE", Path.home() / ".cache" / "tollgate" / "onnx"))
+
+
 def model_key(*paths: Path) -> str:
     """Changes when any of the model's files (a folder's files, or a file) or the exporter (torch) change."""
     import torch

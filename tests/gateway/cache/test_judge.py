@@ -9,7 +9,7 @@ def test_the_judge_reads_earlier_turns_then_the_question():
     assert judged_text("And in winter?", "I'm going to Oslo.") == "I'm going to Oslo.\nAnd in winter?"
     assert judged_text("And in winter?", "  ") == "And in winter?"
     scorer = FixedScorer(0.9)
-    PairJudge(scorer).probability("q", "s", earlier="e", stored_earlier="")
+    PairJudge(lambda: scorer).probability("q", "s", earlier="e", stored_earlier="")
     assert scorer.read == [("e\nq", "s")]
 
 
@@ -23,7 +23,7 @@ def test_the_judge_reads_earlier_turns_then_the_question():
     ("entities", 0.98, "entities"),
 ])
 def test_decide(reason, p, expected):
-    judge = PairJudge(FixedScorer(p))
+    judge = PairJudge(lambda: FixedScorer(p))
     assert judge.overrules(reason)
     assert judge.decide(reason, p) == expected
 
@@ -31,7 +31,7 @@ def test_decide(reason, p, expected):
 @pytest.mark.parametrize("reason", ["negation", "polarity", "align:negation", "align:order", "align:degree",
                                     "context:similarity", "context:entities"])
 def test_the_judge_never_overturns_negation_order_or_earlier_turns(reason):
-    judge = PairJudge(FixedScorer(1.0))
+    judge = PairJudge(lambda: FixedScorer(1.0))
     assert not judge.overrules(reason) and judge.decide(reason, 1.0) == reason
 
 

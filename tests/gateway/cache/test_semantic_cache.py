@@ -263,7 +263,7 @@ def _with_judge(cache, p: float, **config):
     from gateway.cache.judge import JudgeConfig, PairJudge
 
     scorer = FixedScorer(p)
-    cache.verifier.judge = PairJudge(scorer, JudgeConfig(**config))
+    cache.verifier.judge = PairJudge(lambda: scorer, JudgeConfig(**config))
     cache.config.judge = cache.verifier.judge.config
     return scorer
 

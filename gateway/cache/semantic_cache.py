@@ -176,30 +176,47 @@ class SemanticCache:
                 answer = fit(entry.answer, request.max_tokens) if self._live(entry, now, expired) else None
                 if answer is not None:  # None: expired, or cut shorter than this request allows
                     candidates.append((entry, answer, score))
-        rejected: str | None = None
-        judged = 0
+        # The judge's budget goes first to pairs the rules accept (a veto), best cosine first; what is left of
+        # it, to pairs the rules refused for a reason it may overturn, in the same order. Past the budget a
+        # pair the rules accept is refused too, never served unread.
+        budget, refusals, deferred = self.config.judge.max_pairs, [], []
         for entry, answer, score in candidates:
             failed = self.verifier.rules_refusal(text, entry.question, score)
+            if failed is not None and self.verifier.needs_judge(failed):
+                deferred.append((entry, answer, score, failed))
+                continue
             if self.verifier.needs_judge(failed):
-                # The judge reads the best-scored pairs only (a model call each): past its budget a pair the
-                # rules accept is refused too, never served unread.
-                if judged < self.config.judge.max_pairs:
-                    judged += 1
-                    failed = self.verifier.judged(failed, text, entry.question, earlier, entry.context)
+                if budget == 0:
+                    failed = "judge:budget"
                 else:
-                    failed = failed or "judge:budget"
-            if failed is None and (earlier or entry.context):
-                failed = self.verifier.context_refusal(earlier, entry.context)  # the same conversation, too
-            with self._lock:
-                if failed is None:
-                    if self._store.get(entry.id) is entry:
-                        return self._hit(entry, answer, score, "semantic")
-                    continue
-                rejected = rejected or failed
-                self.metrics.rejected.labels(request.tenant_id, request.model, failed).inc()
-                stats = self._stats.setdefault(request.tenant_id, CacheStats(request.tenant_id))
-                stats.rejected_by_guard[failed] = stats.rejected_by_guard.get(failed, 0) + 1
-        return CacheLookup("miss", reason=f"guard:{rejected}" if rejected else None)
+                    budget -= 1
+                    failed = self.verifier.judged(failed, text, entry.question, earlier, entry.context)
+            hit = self._settle(request, entry, answer, score, failed, earlier, refusals)
+            if hit is not None:
+                return hit
+        for entry, answer, score, failed in deferred:
+            if budget > 0:
+                budget -= 1
+                failed = self.verifier.judged(failed, text, entry.question, earlier, entry.context)
+            hit = self._settle(request, entry, answer, score, failed, earlier, refusals)
+            if hit is not None:
+                return hit
+        return CacheLookup("miss", reason=f"guard:{refusals[0]}" if refusals else None)
+
+    def _settle(self, request: CacheRequest, entry: CacheEntry, answer: CachedAnswer, score: float,
+                failed: str | None, earlier: str, refusals: list[str]) -> CacheLookup | None:
+        """A hit when the pair passed (and its earlier turns match, and it is still stored); else None, with
+        the refusal counted and appended to `refusals`."""
+        if failed is None and (earlier or entry.context):
+            failed = self.verifier.context_refusal(earlier, entry.context)  # the same conversation, too
+        with self._lock:
+            if failed is None:
+                return self._hit(entry, answer, score, "semantic") if self._store.get(entry.id) is entry else None
+            refusals.append(failed)
+            self.metrics.rejected.labels(request.tenant_id, request.model, failed).inc()
+            stats = self._stats.setdefault(request.tenant_id, CacheStats(request.tenant_id))
+            stats.rejected_by_guard[failed] = stats.rejected_by_guard.get(failed, 0) + 1
+        return None
 
     def store_sync(self, request: CacheRequest, policy: TenantCachePolicy, answer_text: str,
                    prompt_tokens: int, completion_tokens: int, finish_reason: str,

@@ -317,3 +317,12 @@ async def test_the_judge_reads_at_most_max_pairs_per_lookup(cache, policy):
     scorer = _with_judge(cache, 0.1, max_pairs=2)  # vetoes every pair it reads
     result = await cache.lookup(ask("What's the capital city of France?"), policy)
     assert result.status == "miss" and len(scorer.read) <= 2
+
+
+async def test_the_judge_reads_a_pair_the_rules_accept_before_one_it_might_rescue(cache, policy):
+    stored, asked = "Why does my laptop get so hot?", "Why is my notebook computer overheating?"
+    await put(cache, ask(stored), policy)  # the rules refuse it (a substitution the judge may overturn)
+    await put(cache, ask("Why is my notebook computer overheating so much?"), policy)  # the rules accept it
+    scorer = _with_judge(cache, 0.9, max_pairs=1)
+    result = await cache.lookup(ask(asked), policy)
+    assert result.status == "hit" and scorer.read == [(asked, "Why is my notebook computer overheating so much?")]

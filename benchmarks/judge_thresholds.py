@@ -1,7 +1,8 @@
 """Choose the pair judge's thresholds (gateway/cache/judge.py): for labelled pairs, the rules' verdict
 through the real cache path (judge off) and the judge's probability; then what each veto bar costs and
-saves, what each rescue bar serves per refusal kind, and the shipped JudgeConfig's totals. Pairs must be held out from the judge that scores them: dev5, or a fold of
-`train` scored by a judge trained without it (out-of-fold), pooled with `--run` given several times.
+saves, what each rescue bar serves per refusal kind, and the shipped JudgeConfig's totals. Pairs must be held
+out from the judge that scores them: dev5, or a fold of `train` scored by a judge trained without it
+(out-of-fold), pooled with `--run` given several times.
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/judge_thresholds.py --run dev5
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/judge_thresholds.py --run dev5 \\
@@ -20,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.semantic_cache_eval import load_pairs, run_pairs, wilson_lower  # noqa: E402
 from benchmarks.train_pair_judge import earlier  # noqa: E402
 from gateway.cache import DEFAULT_THRESHOLD, CacheConfig, SemanticCache, TenantCachePolicy  # noqa: E402
-from gateway.cache.judge import RESCUE, JudgeConfig, judged_text, refusal_kind  # noqa: E402
+from gateway.cache.judge import JudgeConfig, judged_text, refusal_kind  # noqa: E402
 from gateway.embedding import Embedder, EmbedderConfig  # noqa: E402
 from gateway.embedding.cross_encoder import DEFAULT_WEIGHTS, CrossEncoder, CrossEncoderConfig  # noqa: E402
 

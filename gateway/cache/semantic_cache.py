@@ -182,10 +182,10 @@ class SemanticCache:
         budget, refusals, deferred = self.config.judge.max_pairs, [], []
         for entry, answer, score in candidates:
             failed = self.verifier.rules_refusal(text, entry.question, score)
-            if failed is not None and self.verifier.needs_judge(failed):
-                deferred.append((entry, answer, score, failed))
-                continue
             if self.verifier.needs_judge(failed):
+                if failed is not None:
+                    deferred.append((entry, answer, score, failed))
+                    continue
                 if budget == 0:
                     failed = "judge:budget"
                 else:

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from gateway.embedding.embedder import EmbedderConfig
-from gateway.embedding.onnx_model import Graph, default_cache_dir, exported, model_key, package_name, session
+from gateway.embedding.onnx_model import (Graph, default_cache_dir, exported, model_key, package_name, session,
+                                          written_atomically)
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "pair_judge.safetensors"
@@ -90,7 +91,6 @@ class CrossEncoder:
         self.config = config or CrossEncoderConfig()
         meta = read_metadata(self.config.weights)
         self.layers, self.max_length = int(meta["layers"]), int(meta["max_length"])
-        self.metadata = meta
         self._tokenizer = Tokenizer.from_file(str(self.config.base_path / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=self.max_length)
@@ -126,29 +126,24 @@ class CrossEncoder:
 
 
 def quantized(source: Path, out: Path) -> Path:
-    """`source` with its matmul weights in int8 (made once, next to it; written to a temporary file, then renamed)."""
+    """`source` with its matmul weights in int8, per output channel (made once, next to it)."""
     if out.is_file():
         return out
-    import os
-    import tempfile
-
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".onnx.tmp")
-    os.close(fd)
+    def write(path: str) -> None:
+        quantize_dynamic(str(source), path, weight_type=QuantType.QInt8, per_channel=True,
+                         op_types_to_quantize=["MatMul"])
+
     # The quantizer logs advice through logging.warning, which configures a handler-less root logger
     # (basicConfig) as a side effect: the gateway's own loggers would then print twice.
     root, quiet = logging.getLogger(), logging.NullHandler()
     if not root.handlers:
         root.addHandler(quiet)
     try:
-        quantize_dynamic(str(source), tmp, weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"])
-        os.replace(tmp, out)
+        return written_atomically(out, write)
     finally:
         root.removeHandler(quiet)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return out
 
 
 def _logit_module():

@@ -57,25 +57,33 @@ class Graph:
     output: str
 
 
-def export(graph: Graph, out: Path) -> Path:
-    """Export `graph` to `out` with batch and sequence dynamic (written to a temporary file, then renamed, so
-    a concurrent start never reads half a file)."""
-    import torch
-
+def written_atomically(out: Path, write: Callable[[str], None]) -> Path:
+    """write(path) into a temporary file beside `out`, then renamed to it, so a concurrent start never reads
+    half a file."""
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".onnx.tmp")
     os.close(fd)
     try:
-        with torch.inference_mode():
-            torch.onnx.export(graph.module, graph.example, tmp, input_names=list(graph.inputs),
-                              output_names=[graph.output], opset_version=17, dynamo=False,
-                              dynamic_axes={**{name: {0: "batch", 1: "sequence"} for name in graph.inputs},
-                                            graph.output: {0: "batch"}})
+        write(tmp)
         os.replace(tmp, out)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return out
+
+
+def export(graph: Graph, out: Path) -> Path:
+    """Export `graph` to `out` with batch and sequence dynamic."""
+    import torch
+
+    def write(path: str) -> None:
+        with torch.inference_mode():
+            torch.onnx.export(graph.module, graph.example, path, input_names=list(graph.inputs),
+                              output_names=[graph.output], opset_version=17, dynamo=False,
+                              dynamic_axes={**{name: {0: "batch", 1: "sequence"} for name in graph.inputs},
+                                            graph.output: {0: "batch"}})
+
+    return written_atomically(out, write)
 
 
 def exported(name: str, cache_dir: Path, build: Callable[[], Graph]) -> Path:

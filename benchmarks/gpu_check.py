@@ -198,9 +198,12 @@ def check_kernels(report: Report, device: str, tiny: bool) -> None:
                 xm = torch.randn(m, k_in, generator=g).to(device, dt)
                 errs.append(_close(gguf_matmul(xm, raw, part.qtype), xm.float() @ dense.to(dt).float().T, dt))
             report.check(f"{name} matmul {tag}", all(o for o, _ in errs), f"rel err {max(e for _, e in errs):.1e}")
-        w8, w4 = quantize_int8(torch.randn(n_out, k_in, generator=g)), quantize_int4(torch.randn(n_out, k_in, generator=g))
+        # SmolLM2's hidden size (576) splits into groups of 64, not 128: take the largest group that divides it.
+        group = 128 if k_in % 128 == 0 else 64
+        w8 = quantize_int8(torch.randn(n_out, k_in, generator=g))
+        w4 = quantize_int4(torch.randn(n_out, k_in, generator=g), group_size=group)
         for name, fn, wq in (("int8 W8A16", lambda xm: int8_matmul(xm, w8.q.to(device), w8.scale.to(device)), w8),
-                             ("int4 W4A16 g=128", lambda xm: int4_matmul(xm, w4.q.to(device), w4.scale.to(device),
+                             (f"int4 W4A16 g={group}", lambda xm: int4_matmul(xm, w4.q.to(device), w4.scale.to(device),
                                                                          w4.mins.to(device), w4.group_size), w4)):
             errs = []
             for m in m_rows:

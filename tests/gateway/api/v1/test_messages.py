@@ -315,3 +315,48 @@ def test_a_semantic_cache_hit_replayed_as_a_message(live, backend, db):
     for row, told in zip(rows, (first.usage, hit.usage, final.usage)):  # billed what the client was told
         assert row.prompt_tokens == told.input_tokens + told.cache_read_input_tokens
         assert (row.completion_tokens, row.cached_tokens) == (told.output_tokens, told.cache_read_input_tokens)
+
+
+def test_a_failure_mid_stream_is_an_error_event_billed_for_what_was_sent(db, tenant):
+    tenant_id, key = tenant
+    tmp, url = db
+    app = create_app(gateway_settings(tmp, url, cache_enabled=False), backend=CannedBackend(fail_after=2))
+    with LiveServer(app) as server:
+        got = events(server, key, messages=HI)
+        with pytest.raises(anthropic.APIStatusError) as e:
+            with client(server, key).messages.stream(model=MODEL, max_tokens=64, messages=HI) as stream:
+                "".join(stream.text_stream)
+    names = [n for n, _ in got]
+    assert names == ["message_start", "content_block_start", "ping", "content_block_delta", "content_block_delta",
+                     "error"]  # never a clean message_stop
+    assert got[-1][1]["error"]["type"] == "api_error"
+    assert e.value.body["error"]["type"] == "api_error"
+    rows = wait_usage_rows(url, tenant_id, 2)
+    assert [(r.status, r.completion_tokens) for r in rows] == [("error", 2), ("error", 2)]
+
+
+def test_a_budget_that_runs_out_mid_stream(db, live):
+    tenant_id, key = make_tenant(db[1], monthly_token_budget=7)  # 2 prompt tokens + 5 of the 12 answered
+    got = events(live, key, messages=HI)
+    assert [n for n, _ in got][-2:] == ["content_block_delta", "error"]
+    assert got[-1][1]["error"]["type"] == "rate_limit_error"
+    assert "".join(d["delta"]["text"] for n, d in got if n == "content_block_delta") == "Hello"
+    (row,) = wait_usage_rows(db[1], tenant_id, 1)
+    assert row.status == "truncated" and row.prompt_tokens + row.completion_tokens == 7
+
+
+def test_a_client_that_leaves_aborts_the_generation_and_pays_for_what_was_made(db, tenant):
+    tenant_id, key = tenant
+    tmp, url = db
+    backend = CannedBackend(tokens=200, delay_s=0.01)
+    with LiveServer(create_app(gateway_settings(tmp, url, cache_enabled=False), backend=backend)) as server:
+        with httpx.stream("POST", f"{server.url}/v1/messages", headers={"x-api-key": key}, timeout=30,
+                          json={"model": MODEL, "max_tokens": 500, "messages": HI, "stream": True}) as r:
+            rid, seen = r.headers["x-request-id"], 0
+            for line in r.iter_lines():
+                seen += line == "event: content_block_delta"
+                if seen >= 8:
+                    break
+        (row,) = wait_usage_rows(url, tenant_id, 1)  # the server learns of it a moment later
+    assert rid in backend.aborted
+    assert row.status == "aborted" and 8 <= row.completion_tokens < 200

@@ -92,7 +92,8 @@ def _chat_messages(message: MessageParam, param: str, model: str) -> list[dict[s
             if message.role != "user":
                 raise invalid_request(f"{where}: tool_result blocks belong to user messages.", param=where)
             flush()
-            out.append({"role": "tool", "tool_call_id": block.tool_use_id, "content": _result_text(block, where, model)})
+            out.append({"role": "tool", "tool_call_id": block.tool_use_id,
+                        "content": _result_text(block, where, model)})
         elif isinstance(block, ThinkingBlockParam):
             continue  # no model here thinks aloud: an earlier turn's thinking has nothing to carry
     flush()

@@ -15,7 +15,8 @@ import pytest
 from gateway.main import create_app
 from gateway.serving.base import GenerationChunk, GenerationRequest
 from tests.gateway.conftest import gateway_settings
-from tests.gateway.support import ADMIN_KEY, FP32, CannedBackend, LiveServer, make_tenant, migrate_and_seed, wait_usage_rows
+from tests.gateway.support import (ADMIN_KEY, FP32, CannedBackend, LiveServer, make_tenant, migrate_and_seed,
+                                   wait_usage_rows)
 
 MODEL = "smollm2-135m-instruct"
 HI = [{"role": "user", "content": "Say hi."}]

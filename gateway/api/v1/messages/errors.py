@@ -3,7 +3,8 @@
 The routes use `AnthropicRoute`, which catches whatever the handler (its dependencies included) raises and
 lets the app's own exception handlers (gateway/api/errors.py) decide the status, the message and the headers
 (Retry-After, rate-limit headers), as on every other route; only the body is respelled. So a refusal is the
-same refusal on /v1/chat/completions and /v1/messages, in each API's own words."""
+same refusal on /v1/chat/completions and /v1/messages, in each API's own words. Every answer also carries the
+request id as `request-id`, where Anthropic's SDKs look for it."""
 from __future__ import annotations
 
 import json
@@ -26,9 +27,12 @@ class AnthropicRoute(APIRoute):
 
         async def in_anthropic_shape(request: Request) -> Response:
             try:
-                return await handler(request)
+                response = await handler(request)
             except Exception as exc:
-                return await anthropic_error(request, exc)
+                response = await anthropic_error(request, exc)
+            # Anthropic's name for x-request-id: its SDKs report it (`_request_id`, errors' `request_id`).
+            response.headers["request-id"] = request.state.request_id
+            return response
 
         return in_anthropic_shape
 

@@ -41,6 +41,8 @@ class ScriptedBackend(CannedBackend):
             return "Let me look. " + CALL
         if "<tool_response>" in last:
             return "It is sunny in Paris."
+        if "contact" in last:
+            return "Write to john.doe@example.com today."
         if "count to five" in last:
             return "one two three STOP four five"
         return "Hello there!"
@@ -114,6 +116,7 @@ def test_a_plain_message(live, tenant, db):
     tenant_id, key = tenant
     message = client(live, key).messages.create(model=MODEL, max_tokens=64, messages=HI)
     assert message.id.startswith("msg_") and message.type == "message" and message.role == "assistant"
+    assert message._request_id.startswith("req_")  # the SDK reads Anthropic's request-id header
     assert message.model == FP32  # the version that answered, as chat responses name it
     assert [b.type for b in message.content] == ["text"] and message.content[0].text == "Hello there!"
     assert message.stop_reason == "end_turn" and message.stop_sequence is None
@@ -361,3 +364,23 @@ def test_a_client_that_leaves_aborts_the_generation_and_pays_for_what_was_made(d
         (row,) = wait_usage_rows(url, tenant_id, 1)  # the server learns of it a moment later
     assert rid in backend.aborted
     assert row.status == "aborted" and 8 <= row.completion_tokens < 200
+
+
+def test_guardrails_apply_in_and_out(live, db):
+    tenant_id, key = make_tenant(db[1])
+    rules = [{"name": "emails-out", "stage": "output", "kind": "pii", "mode": "redact", "entities": ["email"]},
+             {"name": "no-passwords", "stage": "input", "kind": "deny_pattern", "mode": "block",
+              "pattern": "(?i)password"}]
+    r = httpx.put(f"{live.url}/admin/tenants/{tenant_id}/guardrails", headers=ADMIN, json=rules, timeout=30)
+    assert r.status_code == 200, r.text
+    sdk = client(live, key)
+    ask = [{"role": "user", "content": "Whom do I contact?"}]
+    assert sdk.messages.create(model=MODEL, max_tokens=64, messages=ask).content[0].text == "Write to [EMAIL] today."
+    got = events(live, key, messages=ask)
+    assert "john" not in json.dumps(got)
+    assert "".join(d["delta"]["text"] for n, d in got if n == "content_block_delta") == "Write to [EMAIL] today."
+    with pytest.raises(anthropic.BadRequestError) as e:
+        sdk.messages.create(model=MODEL, max_tokens=64, messages=[{"role": "user", "content": "my password is x"}])
+    assert "no-passwords" in e.value.body["error"]["message"]
+    assert e.value.response.headers["x-tollgate-guardrails"] == "no-passwords:block:1"
+    assert len(wait_usage_rows(db[1], tenant_id, 2)) == 2  # the refusal is not billed

@@ -8,13 +8,37 @@ model reads them); `thinking` blocks an assistant turn carries back are dropped 
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from gateway.schemas.openai import MAX_TOOLS, NAME, ParamError
 
 MAX_STOP_SEQUENCES = 4  # the engine's bound on stop strings, as chat's `stop`
+
+
+def _str_or_list(v: Any) -> str:
+    return "str" if isinstance(v, str) else "list"
+
+
+def _text_or(blocks: Any) -> Any:
+    """A string, or a list of blocks: a list's mistakes are reported as the list's, not as "not a string"."""
+    return Annotated[Annotated[str, Tag("str")] | Annotated[blocks, Tag("list")], Discriminator(_str_or_list)]
+
+
+def _blocks(*kinds: type[_Block]) -> Any:
+    """One block of `kinds`, picked by its `type`. The union's members are tagged by class name, so a mistake
+    inside a block names its field alone ("messages.0.content.1.text"), not the tag too."""
+    by_type = {t: k.__name__ for k in kinds for t in k.model_fields["type"].annotation.__args__}
+
+    def tag(v: Any) -> str | None:
+        kind = v.get("type") if isinstance(v, dict) else None
+        return by_type.get(kind) if isinstance(kind, str) else None
+
+    expected = ", ".join(by_type)
+    return Annotated[Union[tuple(Annotated[k, Tag(k.__name__)] for k in kinds)],
+                     Discriminator(tag, custom_error_type="block_type",
+                                   custom_error_message=f"a content block's type must be one of: {expected}")]
 
 
 class _Block(BaseModel):
@@ -51,18 +75,18 @@ class ToolUseBlockParam(_Block):
 class ToolResultBlockParam(_Block):
     type: Literal["tool_result"]
     tool_use_id: str = Field(min_length=1)
-    content: str | list[Annotated[TextBlockParam | ImageBlockParam, Field(discriminator="type")]] | None = None
+    content: _text_or(list[_blocks(TextBlockParam, ImageBlockParam)]) | None = None
     is_error: bool | None = None
 
 
-ContentBlockParam = Annotated[TextBlockParam | ImageBlockParam | DocumentBlockParam | ThinkingBlockParam
-                              | ToolUseBlockParam | ToolResultBlockParam, Field(discriminator="type")]
+ContentBlockParam = _blocks(TextBlockParam, ImageBlockParam, DocumentBlockParam, ThinkingBlockParam,
+                            ToolUseBlockParam, ToolResultBlockParam)
 
 
 class MessageParam(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
     role: Literal["user", "assistant"]
-    content: str | list[ContentBlockParam]
+    content: _text_or(list[ContentBlockParam])
 
 
 class ToolParam(BaseModel):
@@ -102,7 +126,7 @@ class _Prompt(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
     model: str = Field(min_length=1)
     messages: list[MessageParam] = Field(min_length=1)
-    system: str | list[TextBlockParam] | None = None
+    system: _text_or(list[TextBlockParam]) | None = None
     tools: list[ToolParam] | None = Field(None, max_length=MAX_TOOLS)
     tool_choice: ToolChoice | None = None
     thinking: ThinkingConfig | None = None

@@ -18,6 +18,12 @@ _CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 
 def chat_request(body: MessagesRequest) -> ChatCompletionRequest:
     """The chat request that asks the same of the model."""
+    if body.messages[-1].role == "assistant":
+        # Anthropic continues a final assistant turn ("prefill"); the engine always opens a new turn, so the
+        # answer would silently differ from what the client asked for.
+        raise invalid_request(f"messages.{len(body.messages) - 1}: a final assistant message (prefill) is not "
+                              "supported by this server; end the conversation with a user message.",
+                              param=f"messages.{len(body.messages) - 1}", code="unsupported_parameter")
     chat = _prompt_fields(body)
     chat.update(max_tokens=body.max_tokens, stream=bool(body.stream))
     if body.stop_sequences:

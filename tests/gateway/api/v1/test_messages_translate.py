@@ -83,3 +83,10 @@ def test_count_tokens_renders_the_same_prompt():
                                           (409, "invalid_request_error")])
 def test_error_types_by_status(status, kind):
     assert error_body(status, "m") == {"type": "error", "error": {"type": kind, "message": "m"}}
+
+
+def test_a_prefill_is_refused():
+    with pytest.raises(APIError) as e:
+        chat_request(request(messages=[{"role": "user", "content": "JSON please"},
+                                       {"role": "assistant", "content": "{"}]))
+    assert (e.value.status, e.value.param) == (400, "messages.1") and "prefill" in e.value.message

@@ -17,8 +17,8 @@ from gateway.security.auth_throttle import retry_after_header
 from gateway.security.authenticator import AuthUnavailable, InvalidKey
 from gateway.security.principal import Principal, key_allows_model
 
-__all__ = ["AdminDep", "Principal", "ServicesDep", "SessionDep", "TenantDep", "authenticate",
-           "key_allows_model", "require_admin"]
+__all__ = ["AdminDep", "AnyKeyTenantDep", "Principal", "ServicesDep", "SessionDep", "TenantDep", "authenticate",
+           "authenticate_any_key", "key_allows_model", "require_admin"]
 
 NO_KEY = ("You didn't provide an API key. You need to provide your API key in an Authorization "
           "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
@@ -73,7 +73,10 @@ async def authenticate(request: Request) -> Principal:
     when the database cannot be reached and the key is not one the cache still vouches for, 429 when
     this address has presented too many bad keys (checked before any lookup)."""
     _check_throttle(request)
-    token = bearer_token(request)
+    return await _tenant(request, bearer_token(request))
+
+
+async def _tenant(request: Request, token: str) -> Principal:
     try:
         return await request.app.state.services.authenticator.authenticate(token)
     except InvalidKey as e:
@@ -84,6 +87,21 @@ async def authenticate(request: Request) -> Principal:
 
 
 TenantDep = Annotated[Principal, Depends(authenticate)]
+
+NO_ANY_KEY = ("You didn't provide an API key. Send it in an x-api-key header, or in an Authorization header "
+              "using Bearer auth.")
+
+
+async def authenticate_any_key(request: Request) -> Principal:
+    """`authenticate`, for clients that send the key as `x-api-key` (Anthropic's SDKs) or as Bearer."""
+    _check_throttle(request)
+    key = request.headers.get("x-api-key", "").strip()
+    if not key and not request.headers.get("authorization"):
+        raise invalid_api_key(NO_ANY_KEY)
+    return await _tenant(request, key or bearer_token(request))
+
+
+AnyKeyTenantDep = Annotated[Principal, Depends(authenticate_any_key)]
 
 
 async def require_admin(request: Request) -> None:

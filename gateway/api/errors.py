@@ -1,4 +1,4 @@
-"""Errors in OpenAI's shape: {"error": {"message", "type", "param", "code"}}."""
+"""Errors in OpenAI's shape: {"error": {"message", "type", "param", "code"}} (Anthropic's under /v1/messages)."""
 from __future__ import annotations
 
 import logging
@@ -15,8 +15,11 @@ from gateway.billing.ledger import LedgerFull
 from gateway.audit.errors import ChainHeadMissing
 from gateway.db.errors import database_unavailable as db_unavailable
 from gateway.limits.errors import LimitError, LimitsUnavailable, QuotaExceeded, RateLimited
+from gateway.schemas.anthropic import error_body as anthropic_error_body
 
 log = logging.getLogger("tollgate.errors")
+
+ANTHROPIC_PATHS = "/v1/messages"  # Anthropic's Messages API: its errors in Anthropic's shape
 
 
 class APIError(Exception):
@@ -126,9 +129,12 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(from_validation_error(exc.errors()).body(), status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
         body = APIError(exc.status_code, str(exc.detail), type=kind).body()
+        if request.url.path.startswith(ANTHROPIC_PATHS):
+            # The router's own 404/405, before any route (whose errors AnthropicRoute respells) is chosen.
+            body = anthropic_error_body(exc.status_code, str(exc.detail))
         return JSONResponse(body, status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
     @app.exception_handler(DBAPIError)

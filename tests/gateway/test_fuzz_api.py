@@ -2,7 +2,8 @@
 over a canned backend and a hash embedder, on SQLite and on PostgreSQL. Each operation gets schemathesis'
 examples and coverage phases (boundary and malformed values, fixed) and a bounded, derandomized fuzzing
 phase; hooks aim part of the requests at real names and hostile values. No request may earn a 5xx, every
-4xx is in OpenAI's error shape, and every stream ends in `data: [DONE]` without an error event."""
+4xx is in OpenAI's error shape (Anthropic's on /v1/messages), and every stream ends in `data: [DONE]`
+(`message_stop` on /v1/messages) without an error event."""
 from __future__ import annotations
 
 import copy
@@ -39,7 +40,8 @@ TENANT_ID, KEY_ID = "f0220000-0000-4000-8000-000000000001", "f0220000-0000-4000-
 REAL = {"tenant_id": TENANT_ID, "key_id": KEY_ID, "alias": "chat", "model": "smollm2-135m-instruct"}
 MODELS = ["smollm2-135m-instruct", "chat", FP32, "all-minilm-l6-v2"]
 # The fields most clients send: a body cut down to these (and a real model) gets past validation.
-CORE = ("messages", "prompt", "input", "stream", "stream_options", "max_tokens", "temperature", "stop", "n")
+CORE = ("messages", "prompt", "input", "stream", "stream_options", "max_tokens", "temperature", "stop", "n",
+        "system", "stop_sequences")
 ERROR_FIELDS = {"message", "type", "param", "code"}
 
 # Requests clients really send, for the examples phase: within a bounded budget, random bodies seldom get
@@ -51,6 +53,9 @@ EXAMPLES = {
                              {"model": FP32, "messages": SAY_HI, "max_tokens": 2, "stop": ["a"], **STREAM}],
     "/v1/completions": [{"model": "smollm2-135m-instruct", "prompt": "Say hi.", "temperature": 0},
                         {"model": "chat", "prompt": ["Say hi."], "max_tokens": 3, **STREAM}],
+    "/v1/messages": [{"model": "chat", "messages": SAY_HI, "max_tokens": 4, "system": "Be brief."},
+                     {"model": FP32, "messages": SAY_HI, "max_tokens": 2, "stop_sequences": ["a"], "stream": True}],
+    "/v1/messages/count_tokens": [{"model": "chat", "messages": SAY_HI, "system": [{"type": "text", "text": "Hi"}]}],
     "/v1/embeddings": [{"model": "all-minilm-l6-v2", "input": "Say hi."},
                        {"model": "all-minilm-l6-v2", "input": ["Say", "hi."], "encoding_format": "base64"}],
 }
@@ -184,9 +189,17 @@ def test_no_request_earns_a_server_error(case, fuzzed):
     response = case.call(base_url=server.url, headers={"Authorization": f"Bearer {secret}"}, timeout=30)
     repro = case.as_curl_command(headers={"Authorization": "Bearer ..."})
     assert response.status_code < 500, f"{response.status_code} {response.text[:500]}\n{repro}"
-    if response.status_code >= 400:
+    anthropic = case.path.startswith("/v1/messages")
+    if response.status_code >= 400 and anthropic:
+        body = json.loads(response.content)
+        assert body.get("type") == "error" and set(body["error"]) == {"type", "message"}, f"{response.text}\n{repro}"
+        assert isinstance(body["error"]["message"], str), f"{response.text}\n{repro}"
+    elif response.status_code >= 400:
         error = json.loads(response.content)["error"]
         assert set(error) == ERROR_FIELDS and isinstance(error["message"], str), f"{response.text}\n{repro}"
+    elif anthropic and response.headers.get("content-type", [""])[0].startswith("text/event-stream"):
+        names = [line.removeprefix("event: ") for line in response.text.splitlines() if line.startswith("event: ")]
+        assert names[-1] == "message_stop" and "error" not in names, f"{response.text}\n{repro}"
     elif response.headers.get("content-type", [""])[0].startswith("text/event-stream"):
         # No limits and a backend that never fails: nothing may go wrong once a stream started.
         *data, done = events(response.text)

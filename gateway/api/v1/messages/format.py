@@ -1,0 +1,70 @@
+"""A run's answer as an Anthropic Message: content blocks (text, tool_use), the stop reason, usage. The
+pipeline's Format for whole answers (`complete`); stream.py spells the stream's events from the same parts."""
+from __future__ import annotations
+
+import json
+import logging
+
+from gateway.api.v1.pipeline.choices import Choice
+from gateway.api.v1.pipeline.run import Run
+from gateway.api.v1.tool_calls import offered_names
+from gateway.schemas.anthropic import Message, MessageUsage, TextBlock, ToolUseBlock
+from gateway.tools.parser import ParsedCall, parse_calls
+
+log = logging.getLogger("tollgate.generation")
+
+
+def tool_use(call: ParsedCall) -> ToolUseBlock:
+    # The parser's ids are chat's ("call_..."); Anthropic's clients expect theirs ("toolu_...").
+    return ToolUseBlock(id="toolu_" + call.id.removeprefix("call_"), name=call.name, input=json.loads(call.arguments))
+
+
+class MessagesFormat:
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.id = "msg_" + run.request_id.removeprefix("req_")
+        self.names = offered_names(run.job.tools)  # functions whose calls the answer is parsed for
+
+    def usage(self) -> MessageUsage:
+        run = self.run
+        return MessageUsage(input_tokens=run.prompt_tokens - run.cached_tokens, output_tokens=run.completion_tokens,
+                            cache_read_input_tokens=run.cached_tokens)
+
+    def message(self, content: list[TextBlock | ToolUseBlock], stop_reason: str | None,
+                stop_sequence: str | None) -> Message:
+        return Message(id=self.id, content=content, model=self.run.served_as, stop_reason=stop_reason,
+                       stop_sequence=stop_sequence, usage=self.usage())
+
+    def stop(self, choice: Choice, called: bool) -> tuple[str | None, str | None]:
+        """(stop_reason, stop_sequence) of a finished answer: a tool call ends the turn as tool_use, the length
+        limit as max_tokens, a stop sequence names itself; any other end is end_turn."""
+        if choice.finish_reason == "length":
+            return "max_tokens", None
+        if called:
+            return "tool_use", None
+        matched = self.stop_sequence(choice)
+        return ("stop_sequence", matched) if matched is not None else ("end_turn", None)
+
+    def stop_sequence(self, choice: Choice) -> str | None:
+        """Which of the request's stop sequences ended the answer, if one did. The engine leaves the matched
+        string out of the text but not out of the tokens: decoded, the tokens go on past the text with it."""
+        stops = self.run.job.stop
+        if not stops or choice.finish_reason != "stop" or not choice.token_ids or self.run.version is None:
+            return None
+        try:
+            decoded = self.run.svc.backend.detokenize(self.run.version, choice.token_ids)
+        except Exception:  # a backend that cannot decode (an upstream): then the turn just ended
+            log.debug("stop sequence not identified: the tokens could not be decoded", exc_info=True)
+            return None
+        text = choice.text
+        rest = decoded[len(text):] if decoded.startswith(text) else decoded[max(0, len(text) - 1):]
+        found = [(rest.find(s), s) for s in stops if s in rest]
+        return min(found)[1] if found else None
+
+    def complete(self, choices: list[Choice]) -> Message:
+        """The whole answer (the run makes one completion)."""
+        choice = choices[0]
+        text, calls = parse_calls(choice.text, self.names) if self.names else (choice.text, [])
+        content: list[TextBlock | ToolUseBlock] = [TextBlock(text=text)] if text else []
+        content += [tool_use(c) for c in calls]
+        return self.message(content, *self.stop(choice, bool(calls)))

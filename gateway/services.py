@@ -4,6 +4,7 @@ Routes reach them through `request.app.state.services` (ServicesDep)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import logging
 import time
 from dataclasses import dataclass, field
@@ -42,7 +43,9 @@ from gateway.security.authenticator import KeyAuthenticator
 from gateway.security.cache_salt import CacheSalter
 from gateway.security.metrics_token import ensure_metrics_token
 from gateway.serving.base import ModelBackend, VersionInfo
+from gateway.serving.composite import with_upstreams
 from gateway.serving.factory import build_backend
+from gateway.upstreams.backend import UpstreamBackend
 from gateway.settings import Settings
 
 log = logging.getLogger("tollgate.services")
@@ -116,6 +119,7 @@ class Services:
     prompts: PromptService | None = None  # stored prompts a chat request may name (gateway/prompts)
     alerts: Alerts | None = None  # signed webhooks (gateway.alerts): the outbox hooks and the delivery worker
     guardrails: GuardrailStore | None = None  # tenants' guardrail rules (gateway.guardrails); None: none apply
+    upstreams: UpstreamBackend | None = None  # external upstreams (gateway/upstreams) when the catalogue names any
     started_at: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
@@ -131,6 +135,9 @@ class Services:
         storage: Storage = _limits_storage(settings)
         admin_key = ensure_admin_key(settings)[0]
         backend = backend if backend is not None else build_backend(settings, catalogue)
+        # Keys come from the environment variables the catalogue names (api_key_env), read here once.
+        upstreams = UpstreamBackend(catalogue, environ=os.environ) if catalogue.upstream_version_names() else None
+        backend = with_upstreams(backend, upstreams)
         alerts = Alerts(database, alerts_config(settings), deliver=settings.alerts_worker_enabled,
                         health=backend.health, pool=str(getattr(backend, "replica_pool", "")))
         ledger = Ledger(database, prices, settings.currency, spool=Spool(SpoolConfig(
@@ -153,6 +160,7 @@ class Services:
             embedder=embedder,
             events=build_event_bus(settings),
             guardrails=GuardrailStore(database),
+            upstreams=upstreams,
         )
 
     async def start(self) -> None:

@@ -61,7 +61,7 @@ def seed_version_costs_from_catalogue(session: Session, catalogue: Catalogue, *,
     `version_cost.set` row of the audit log, in the same transaction as the price."""
     have = costed_versions(session)
     seeded = []
-    for name in catalogue.version_names():
+    for name in catalogue.pool_version_names():  # upstream versions cost per token (provider prices)
         cost = catalogue.version(name)[2].cost
         if cost is None or name in have:
             continue

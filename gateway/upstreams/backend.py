@@ -1,0 +1,267 @@
+"""The serving interface over external upstreams: each catalogue version with `upstream:` is served by its
+upstream's server through that upstream's protocol adapter.
+
+Before the first token every failure is an UpstreamRefused (a VersionUnavailable: the pipeline tries the alias'
+fallbacks, else answers its status with Retry-After) and is never billed; after it, a GenerationFailed (the
+stream ends with an error event, the delivered tokens billed). Timeouts: connect (the client's), first token
+(request sent -> first answer event), idle (between two events; keep-alive comments do not reset it) and the
+whole request (timeout_s)."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+
+import httpx
+
+from gateway.catalogue import Catalogue
+from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, UpstreamRefused,
+                                  VersionInfo, VersionOverloaded, VersionUnavailable)
+from gateway.upstreams.assembler import ChunkAssembler
+from gateway.upstreams.breaker import BreakerConfig, CircuitBreaker
+from gateway.upstreams.client import ClientPool
+from gateway.upstreams.config import UpstreamConfig
+from gateway.upstreams.protocols import PROTOCOLS
+from gateway.upstreams.protocols.base import StreamError, UpstreamProtocol
+from gateway.upstreams.request import endpoint_of, upstream_body
+from gateway.upstreams.secrets import scrub
+from gateway.upstreams.sse import sse_events
+from gateway.upstreams.tokens import TokenCounter, counter_for
+
+log = logging.getLogger("tollgate.upstreams")
+
+_CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamVersion:
+    name: str  # "gpt-mini@api"
+    model: str  # the catalogue's priced model
+    upstream: str
+    upstream_model: str  # the upstream's own id: sent to it, never shown to clients
+    max_model_len: int
+    tokenizer: str | None
+
+
+class Upstream:
+    """One upstream's live state: its config (catalogue plus overrides), circuit breaker and load."""
+
+    def __init__(self, config: UpstreamConfig, breaker: BreakerConfig) -> None:
+        self.config, self.breaker_config = config, breaker
+        self.breaker = CircuitBreaker(breaker)
+        self.in_flight = 0
+        self.last_error: str | None = None
+
+    def status(self) -> dict:
+        """What GET /admin/upstreams shows: never the key (only whether one is set)."""
+        c = self.config
+        return {"name": c.name, "protocol": c.protocol, "base_url": c.base_url, "timeout_s": c.timeout_s,
+                "has_api_key": bool(c.api_key), "healthy": self.breaker.state == "closed",
+                "circuit": self.breaker.state, "in_flight": self.in_flight, "last_error": self.last_error}
+
+
+def versions_of(catalogue: Catalogue) -> dict[str, UpstreamVersion]:
+    out = {}
+    for name in catalogue.upstream_version_names():
+        model, _, spec = catalogue.version(name)
+        out[name] = UpstreamVersion(name, model, spec.upstream, spec.model, spec.max_model_len, spec.tokenizer)
+    return out
+
+
+class UpstreamBackend:
+    def __init__(self, catalogue: Catalogue, *, environ: Mapping[str, str], breaker: BreakerConfig = BreakerConfig(),
+                 protocols: Mapping[str, UpstreamProtocol] = PROTOCOLS) -> None:
+        self._versions = versions_of(catalogue)
+        self._protocols = protocols
+        for name, spec in catalogue.upstreams.items():
+            if spec.protocol not in protocols:
+                raise ValueError(f"upstreams.{name}.protocol: {spec.protocol!r} is not available in this build "
+                                 f"(have {sorted(protocols)})")
+        self.upstreams = {name: Upstream(UpstreamConfig.from_spec(name, spec, environ), breaker)
+                          for name, spec in catalogue.upstreams.items()}
+        self._catalogue_configs = {name: up.config for name, up in self.upstreams.items()}
+        self._clients = ClientPool()
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self._versions)
+
+    async def start(self) -> None:
+        return None  # clients open on first use; a down upstream must not stop the gateway starting
+
+    async def stop(self) -> None:
+        await self._clients.close()
+
+    def versions(self) -> list[VersionInfo]:
+        return [VersionInfo(v.name, v.model, v.max_model_len, upstream=v.upstream) for v in self._versions.values()]
+
+    def _version(self, name: str) -> UpstreamVersion:
+        try:
+            return self._versions[name]
+        except KeyError:
+            raise VersionUnavailable(f"version {name!r} is not an upstream version") from None
+
+    def _counter(self, version: str) -> TokenCounter:
+        return counter_for(self._version(version).tokenizer)
+
+    def count_prompt_tokens(self, version: str, *, prompt: str | None = None,
+                            messages: list[dict] | None = None) -> int:
+        return self._counter(version).count_prompt(prompt=prompt, messages=messages)
+
+    def token_texts(self, version: str, token_ids: list[int]) -> list[str]:
+        return ["" for _ in token_ids]  # upstream answers carry text, not this gateway's token ids
+
+    def tokenize(self, version: str, *, prompt: str | None = None, messages: list[dict] | None = None,
+                 add_generation_prompt: bool = True) -> list[int]:
+        raise ValueError(f"{version} is served by an external upstream: the gateway does not hold its tokenizer")
+
+    def detokenize(self, version: str, token_ids: list[int]) -> str:
+        raise ValueError(f"{version} is served by an external upstream: the gateway does not hold its tokenizer")
+
+    async def health(self) -> dict[str, bool]:
+        return {v.name: self.upstreams[v.upstream].breaker.state != "open" for v in self._versions.values()}
+
+    # --- live changes (PUT /admin/upstreams/{name}, from this replica or another through the event bus)
+
+    def catalogue_config(self, name: str) -> UpstreamConfig:
+        return self._catalogue_configs[name]
+
+    async def configure(self, config: UpstreamConfig) -> None:
+        """Serve `config` from now on: a fresh client, the health and circuit state reset."""
+        up = self.upstreams[config.name]
+        if config.protocol not in self._protocols:
+            raise ValueError(f"protocol {config.protocol!r} is not available")
+        up.config, up.last_error = config, None
+        up.breaker.reset()
+        await self._clients.replace(config)
+
+    # --- serving
+
+    async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationChunk]:
+        version = self._version(request.version)
+        up = self.upstreams[version.upstream]
+        config, protocol = up.config, self._protocols[up.config.protocol]
+        counter = self._counter(request.version)
+        # ValueError naming the field the protocol cannot express: a 400, nothing sent
+        path, payload = protocol.request(endpoint_of(request), upstream_body(request), model=version.upstream_model)
+        if not up.breaker.try_acquire():
+            raise UpstreamRefused(f"upstream {config.name} is unavailable (circuit open)", status=503,
+                                  retry_after_s=up.breaker.retry_after_s())
+        if config.max_concurrency is not None and up.in_flight >= config.max_concurrency:
+            up.breaker.released()
+            raise VersionOverloaded(f"upstream {config.name} is at its max_concurrency")
+        up.in_flight += 1
+        reported = False  # the breaker was told how it went
+
+        def refused(message: str, status: int, *, fault: bool = True, retry_after_s: float | None = 1.0):
+            nonlocal reported
+            reported = True
+            message = scrub(message, config.api_key)
+            up.last_error = message[:300]
+            (up.breaker.failed if fault else up.breaker.released)()
+            log.warning("upstream refused the request", extra={"upstream": config.name, "why": message[:300]})
+            return UpstreamRefused(f"upstream {config.name}: {message}", status=status, retry_after_s=retry_after_s)
+
+        def broke(message: str) -> GenerationFailed:
+            message = scrub(message, config.api_key)
+            up.last_error = message[:300]
+            log.warning("upstream stream broke", extra={"upstream": config.name, "why": message[:300]})
+            return GenerationFailed(f"upstream {config.name}: {message}")
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + config.timeout_s
+        first_by = min(deadline, loop.time() + config.first_token_timeout_s)
+        client = self._clients.get(config)
+        sent = client.build_request("POST", path, json=payload, headers=protocol.headers(config.api_key))
+        response: httpx.Response | None = None
+        started = False
+        try:
+            try:
+                async with asyncio.timeout_at(first_by):
+                    response = await client.send(sent, stream=True)
+            except _CONNECT_ERRORS as e:
+                raise refused(f"cannot connect ({type(e).__name__})", 503) from None
+            except TimeoutError:
+                raise refused(f"no answer within {config.first_token_timeout_s:g} s", 504) from None
+            except httpx.HTTPError as e:
+                raise refused(f"request failed ({type(e).__name__})", 502) from None
+            if response.status_code >= 400:
+                try:
+                    async with asyncio.timeout_at(first_by):
+                        raw = await response.aread()
+                except (TimeoutError, httpx.HTTPError):
+                    raw = b""
+                raise self._refusal(response, raw, protocol, refused, config)
+            translator = protocol.translator(model=version.upstream_model)
+            prompt_estimate = counter.count_prompt(prompt=request.prompt, messages=request.messages)
+            assembler = ChunkAssembler(n=request.n, prompt_tokens=prompt_estimate, counter=counter)
+            events = aiter(sse_events(response.aiter_lines()))
+            while not translator.finished:
+                until = first_by if not started else min(deadline, loop.time() + config.idle_timeout_s)
+                try:
+                    async with asyncio.timeout_at(until):
+                        event = await anext(events, None)
+                except TimeoutError:
+                    if not started:
+                        raise refused(f"no first token within {config.first_token_timeout_s:g} s", 504) from None
+                    raise broke(f"no event for {config.idle_timeout_s:g} s (idle timeout)") from None
+                except httpx.HTTPError as e:
+                    if not started:
+                        raise refused(f"the stream failed ({type(e).__name__})", 502) from None
+                    raise broke(f"the stream failed ({type(e).__name__})") from None
+                if event is None:
+                    break
+                try:
+                    dicts = translator.feed(*event)
+                except StreamError as e:
+                    if not started:
+                        raise refused(f"error event: {e}", 502) from None
+                    raise broke(f"error event: {e}") from None
+                for d in dicts:
+                    for chunk in assembler.feed(d):
+                        if not started:
+                            started, reported = True, True
+                            up.breaker.succeeded()
+                        yield chunk
+            last = assembler.end()
+            if last is None:
+                if not started:
+                    raise refused("the stream ended without an answer", 502)
+                raise broke("the stream ended before the answer finished")
+            if not reported:
+                reported = True
+                up.breaker.succeeded()
+            yield last
+        finally:
+            up.in_flight -= 1
+            if not reported:
+                up.breaker.released()
+            if response is not None:
+                await response.aclose()
+
+    @staticmethod
+    def _refusal(response: httpx.Response, raw: bytes, protocol: UpstreamProtocol, refused,
+                 config: UpstreamConfig) -> Exception:
+        status = response.status_code
+        message = scrub(protocol.error(status, raw), config.api_key)
+        retry_after = _retry_after(response.headers.get("retry-after"))
+        if status in (400, 413, 422):
+            refused(f"HTTP {status}", 400, fault=False)  # the client's request: the upstream is fine
+            return ValueError(f"The model's upstream refused the request: {message}"[:1000])
+        if status == 429:
+            return refused(f"rate limited (HTTP 429): {message}", 429, fault=False, retry_after_s=retry_after)
+        if status in (401, 403):
+            # The body may quote the key it refused: not a word of it goes further.
+            return refused(f"refused the gateway's credentials (HTTP {status})", 502)
+        if status == 404:
+            return refused("does not serve this model (HTTP 404)", 502)
+        return refused(f"HTTP {status}: {message}", 503 if status == 503 else 502, retry_after_s=retry_after)
+
+
+def _retry_after(value: str | None) -> float:
+    try:
+        return max(1.0, float(value)) if value else 1.0
+    except ValueError:
+        return 1.0
+

@@ -1,0 +1,306 @@
+"""Upstream versions end to end: a live gateway whose catalogue puts a real OpenAI-protocol server process
+(fake_openai) behind versions, beside the local pool (a canned backend): plain and streamed answers with the
+upstream's usage billed, tools passed through natively, upstream errors, timeouts, a cut stream, a dead or killed
+upstream with and without a local fallback, and a provider key that never leaks."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+
+import httpx
+import pytest
+
+from gateway.main import create_app
+from gateway.observability.logging import JSONFormatter
+from tests.gateway.conftest import gateway_settings
+from tests.gateway.support import FP32, CannedBackend, LiveServer, free_port, make_tenant, migrate_and_seed, usage_rows
+from tests.gateway.upstreams.conftest import UPSTREAM_KEY, WRONG_KEY, UpstreamProcess, write_catalogue
+
+MSG = [{"role": "user", "content": "Say hi to me."}]  # the fake counts 4 words + 3 = 7 prompt tokens
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city.",
+                                           "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                                                          "required": ["city"]}}}]
+PRICE = {"input_per_million": 1.0, "output_per_million": 2.0}
+COST = {"input_per_million": 0.5, "output_per_million": 1.0}
+BEHAVIOURS = {"plain": "echo", "nousage": "nousage", "tools": "tools", "slowfirst": "slow-first", "silent": "silent",
+              "idle": "idle", "cut": "cut", "e429": "error-429", "e500": "error-500", "e400": "error-400"}
+
+
+class Captured(logging.Handler):
+    """Every log line, formatted as the gateway writes them (JSON with extras)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.setFormatter(JSONFormatter())
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+@pytest.fixture(scope="module")
+def killable():
+    proc = UpstreamProcess("tests.gateway.upstreams.fake_openai", UPSTREAM_KEY)
+    yield proc
+    proc.kill()
+
+
+@pytest.fixture(scope="module")
+def gw(tmp_path_factory, fake_openai, killable):
+    tmp = tmp_path_factory.mktemp("upstreams")
+    versions = {name: {"upstream": "fake", "model": model, "cost": COST} for name, model in BEHAVIOURS.items()}
+    versions["badkey"] = {"upstream": "wrongkey", "model": "echo"}
+    fast = {"timeout_s": 10, "connect_timeout_s": 1, "first_token_timeout_s": 1.0, "idle_timeout_s": 1.0}
+    extra = {
+        "upstreams": {
+            "fake": {"protocol": "openai", "base_url": f"{fake_openai.url}/v1", "api_key_env": "TG_TEST_FAKE_KEY",
+                     **fast},
+            "wrongkey": {"protocol": "openai", "base_url": f"{fake_openai.url}/v1",
+                         "api_key_env": "TG_TEST_WRONG_KEY", **fast},
+            "dead": {"protocol": "openai", "base_url": f"http://127.0.0.1:{free_port()}/v1", **fast},
+            "killable": {"protocol": "openai", "base_url": f"{killable.url}/v1", "api_key_env": "TG_TEST_FAKE_KEY",
+                         **fast},
+        },
+        "models": {
+            "api-chat": {"price": PRICE, "versions": versions},
+            "api-dead": {"price": PRICE, "versions": {"v1": {"upstream": "dead", "model": "echo", "cost": COST}}},
+            "api-killable": {"price": PRICE, "versions": {"v1": {"upstream": "killable", "model": "echo"}}},
+        },
+        "aliases": {
+            "burst": {"weights": {"api-dead@v1": 100}, "fallbacks": [FP32]},
+            "burst-killable": {"weights": {"api-killable@v1": 100}, "fallbacks": [FP32]},
+        },
+    }
+    from gateway.settings import Settings
+
+    catalogue = write_catalogue(tmp, Settings().catalogue, extra)
+    url = f"sqlite:///{tmp / 'tollgate.db'}"
+    from gateway.catalogue import load_catalogue
+
+    migrate_and_seed(url, load_catalogue(catalogue))
+    os.environ["TG_TEST_FAKE_KEY"], os.environ["TG_TEST_WRONG_KEY"] = UPSTREAM_KEY, WRONG_KEY
+    captured = Captured()
+    settings = gateway_settings(tmp, url, catalogue=str(catalogue), embeddings_enabled=False, cache_enabled=False)
+    app = create_app(settings, backend=CannedBackend(versions=[FP32]))
+    with LiveServer(app) as server:
+        ours = logging.getLogger("tollgate")
+        level, _ = ours.level, ours.setLevel(logging.DEBUG)  # every line the request path writes
+        for name in ("tollgate", "gateway", ""):
+            logging.getLogger(name).addHandler(captured)
+        try:
+            yield server, url, captured
+        finally:
+            for name in ("tollgate", "gateway", ""):
+                logging.getLogger(name).removeHandler(captured)
+            ours.setLevel(level)
+    del os.environ["TG_TEST_FAKE_KEY"], os.environ["TG_TEST_WRONG_KEY"]
+
+
+def post(server, key, body, path="/v1/chat/completions"):
+    return httpx.post(f"{server.url}{path}", json=body, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+
+
+def stream(server, key, body, path="/v1/chat/completions") -> tuple[int, list, dict]:
+    events = []
+    with httpx.stream("POST", f"{server.url}{path}", timeout=30, headers={"Authorization": f"Bearer {key}"},
+                      json={**body, "stream": True, "stream_options": {"include_usage": True}}) as r:
+        raw = r.read().decode()
+        headers = dict(r.headers)
+    for line in raw.splitlines():
+        if line.startswith("data: "):
+            data = line.removeprefix("data: ")
+            events.append(data if data == "[DONE]" else json.loads(data))
+    return r.status_code, events, headers
+
+
+def text_of(events) -> str:
+    return "".join(e["choices"][0]["delta"].get("content") or "" for e in events
+                   if isinstance(e, dict) and e.get("choices"))
+
+
+def test_plain_chat_is_the_upstreams_answer_named_as_the_catalogue_version(gw, fake_openai):
+    server, url, _ = gw
+    tenant_id, key = make_tenant(url)
+    r = post(server, key, {"model": "api-chat@plain", "messages": MSG, "max_tokens": 4, "seed": 3})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["model"] == "api-chat@plain" and r.headers["x-tollgate-model"] == "api-chat@plain"
+    assert body["choices"][0]["message"]["content"] == "tok0 tok1 tok2 tok3 "
+    assert body["choices"][0]["finish_reason"] == "length"
+    assert body["usage"]["prompt_tokens"] == 7 and body["usage"]["completion_tokens"] == 4
+    sent = fake_openai.seen()[-1]
+    assert sent["model"] == "echo" and sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+    assert sent["seed"] == 3 and sent["max_tokens"] == 4 and sent["messages"] == MSG
+    (row,) = usage_rows(url, tenant_id)
+    assert (row.model, row.version, row.status) == ("api-chat", "api-chat@plain", "ok")
+    assert (row.prompt_tokens, row.completion_tokens, row.metered_by) == (7, 4, "upstream")
+    assert float(row.cost) == pytest.approx((7 * 1.0 + 4 * 2.0) / 1e6)
+
+
+def test_streamed_chat_reports_and_bills_the_upstreams_usage(gw):
+    server, url, _ = gw
+    tenant_id, key = make_tenant(url)
+    status, events, headers = stream(server, key, {"model": "api-chat@plain", "messages": MSG, "max_tokens": 5})
+    assert status == 200 and events[-1] == "[DONE]"
+    assert events[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert text_of(events) == "tok0 tok1 tok2 tok3 tok4 "
+    assert all(e["model"] == "api-chat@plain" for e in events[:-1])
+    usage = events[-2]["usage"]
+    assert events[-2]["choices"] == [] and (usage["prompt_tokens"], usage["completion_tokens"]) == (7, 5)
+    (row,) = usage_rows(url, tenant_id)
+    assert (row.prompt_tokens, row.completion_tokens, row.metered_by) == (7, 5, "upstream")
+
+
+def test_text_completions_plain_and_streamed(gw, fake_openai):
+    server, url, _ = gw
+    tenant_id, key = make_tenant(url)
+    r = post(server, key, {"model": "api-chat@plain", "prompt": "one two three", "max_tokens": 2}, "/v1/completions")
+    assert r.status_code == 200, r.text
+    assert r.json()["choices"][0]["text"] == "tok0 tok1 " and r.json()["usage"]["prompt_tokens"] == 3
+    assert fake_openai.seen()[-1]["prompt"] == "one two three"
+    status, events, _ = stream(server, key, {"model": "api-chat@plain", "prompt": "one two", "max_tokens": 3},
+                               "/v1/completions")
+    assert status == 200 and "".join(e["choices"][0]["text"] for e in events[:-2]) == "tok0 tok1 tok2 "
+    assert events[-2]["usage"]["completion_tokens"] == 3
+    rows = usage_rows(url, tenant_id)
+    assert [(r.prompt_tokens, r.completion_tokens) for r in rows] == [(3, 2), (2, 3)]
+
+
+def test_tools_pass_through_natively_and_come_back_as_tool_calls(gw, fake_openai):
+    server, url, _ = gw
+    _, key = make_tenant(url)
+    body = {"model": "api-chat@tools", "messages": MSG, "tools": TOOLS, "tool_choice": "auto"}
+    r = post(server, key, body)
+    assert r.status_code == 200, r.text
+    sent = fake_openai.seen()[-1]
+    assert sent["tools"] == TOOLS and sent["tool_choice"] == "auto" and sent["messages"] == MSG  # not a prompt
+    choice = r.json()["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    assert choice["message"]["tool_calls"] == [{"id": "call_fake1", "type": "function", "function": {
+        "name": "get_weather", "arguments": '{"city": "Paris"}'}}]
+    status, events, _ = stream(server, key, body)
+    deltas = [c for e in events[:-1] if isinstance(e, dict) for ch in e.get("choices") or ()
+              for c in ch["delta"].get("tool_calls") or ()]
+    assert deltas[0] == {"index": 0, "id": "call_fake1", "type": "function",
+                         "function": {"name": "get_weather", "arguments": ""}}
+    assert "".join(d["function"]["arguments"] or "" for d in deltas) == '{"city": "Paris"}'
+    assert all(d["index"] == 0 for d in deltas)
+    finishes = [ch["finish_reason"] for e in events[:-1] if isinstance(e, dict) for ch in e.get("choices") or ()]
+    assert finishes[-1] == "tool_calls" and events[-2]["usage"]["completion_tokens"] == 9
+
+
+def test_without_upstream_usage_the_gateway_counts_and_says_so(gw):
+    server, url, _ = gw
+    tenant_id, key = make_tenant(url)
+    status, events, _ = stream(server, key, {"model": "api-chat@nousage", "messages": MSG, "max_tokens": 4})
+    assert status == 200 and text_of(events) == "tok0 tok1 tok2 tok3 "
+    told = events[-2]["usage"]
+    (row,) = usage_rows(url, tenant_id)
+    assert row.metered_by == "gateway" and row.completion_tokens > 0
+    assert (row.prompt_tokens, row.completion_tokens) == (told["prompt_tokens"], told["completion_tokens"])
+
+
+@pytest.mark.parametrize("version, status, code", [
+    ("e429", 429, "upstream_rate_limited"), ("e500", 502, "upstream_error"), ("badkey", 502, "upstream_error")])
+def test_upstream_errors_are_clear_and_unbilled(gw, version, status, code):
+    server, url, captured = gw
+    tenant_id, key = make_tenant(url)
+    r = post(server, key, {"model": f"api-chat@{version}", "messages": MSG})
+    assert r.status_code == status and r.json()["error"]["code"] == code
+    assert int(r.headers["retry-after"]) >= (7 if version == "e429" else 1)
+    assert usage_rows(url, tenant_id) == []
+    s, events, _ = stream(server, key, {"model": f"api-chat@{version}", "messages": MSG})
+    assert s == status  # a stream that fails before its first byte is an HTTP error, not a broken stream
+    assert WRONG_KEY not in r.text and UPSTREAM_KEY not in r.text
+
+
+def test_an_upstream_400_is_the_clients_error(gw):
+    server, url, _ = gw
+    tenant_id, key = make_tenant(url)
+    r = post(server, key, {"model": "api-chat@e400", "messages": MSG})
+    assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
+    assert "fake failure 400" in r.json()["error"]["message"]
+    assert usage_rows(url, tenant_id) == []
+
+
+@pytest.mark.parametrize("version", ["silent", "slowfirst"])
+def test_first_token_timeout(gw, version):
+    server, url, _ = gw
+    tenant_id, key = make_tenant(url)
+    started = time.monotonic()
+    r = post(server, key, {"model": f"api-chat@{version}", "messages": MSG})
+    took = time.monotonic() - started
+    assert r.status_code == 504 and r.json()["error"]["code"] == "upstream_timeout"
+    assert 0.9 <= took < 2.0  # first_token_timeout_s: 1.0
+    assert usage_rows(url, tenant_id) == []
+
+
+def test_idle_timeout_ends_the_stream_with_an_error_and_bills_what_was_delivered(gw):
+    server, url, _ = gw
+    tenant_id, key = make_tenant(url)
+    started = time.monotonic()
+    status, events, _ = stream(server, key, {"model": "api-chat@idle", "messages": MSG})
+    took = time.monotonic() - started
+    assert status == 200 and text_of(events) == "tok0 tok1 "
+    assert 0.9 <= took < 2.5  # idle_timeout_s: 1.0, although the upstream sends a ping every 0.2 s
+    assert events[-2]["error"]["code"] == "generation_failed" and events[-1] == "[DONE]"
+    told = events[-3]["usage"]
+    (row,) = usage_rows(url, tenant_id)
+    assert row.status == "error" and row.completion_tokens == told["completion_tokens"] >= 2
+    assert row.prompt_tokens == told["prompt_tokens"] and row.metered_by == "gateway"
+
+
+def test_a_stream_cut_mid_answer_ends_with_an_error_event_and_bills_the_delivered_tokens(gw):
+    server, url, _ = gw
+    tenant_id, key = make_tenant(url)
+    status, events, _ = stream(server, key, {"model": "api-chat@cut", "messages": MSG})
+    assert status == 200 and text_of(events) == "tok0 tok1 "
+    assert events[-2]["error"]["code"] == "generation_failed"
+    told = events[-3]["usage"]
+    (row,) = usage_rows(url, tenant_id)
+    assert row.status == "error" and (row.prompt_tokens, row.completion_tokens) == (
+        told["prompt_tokens"], told["completion_tokens"])
+
+
+def test_a_down_upstream_falls_back_to_the_pool_or_fails_fast_unbilled(gw):
+    server, url, _ = gw
+    tenant_id, key = make_tenant(url)
+    r = post(server, key, {"model": "burst", "messages": MSG, "max_tokens": 4})
+    assert r.status_code == 200 and r.json()["model"] == FP32  # served by the local version
+    s, events, headers = stream(server, key, {"model": "burst", "messages": MSG, "max_tokens": 4})
+    assert s == 200 and headers["x-tollgate-model"] == FP32 and events[-1] == "[DONE]"  # one clean stream
+    started = time.monotonic()
+    r = post(server, key, {"model": "api-dead", "messages": MSG})
+    assert r.status_code in (502, 503, 504) and time.monotonic() - started < 5
+    assert "retry-after" in r.headers
+    assert [row.version for row in usage_rows(url, tenant_id)] == [FP32, FP32]  # the failure is unbilled
+
+
+def test_a_killed_upstream(gw, killable):
+    server, url, _ = gw
+    tenant_id, key = make_tenant(url)
+    assert post(server, key, {"model": "api-killable", "messages": MSG}).status_code == 200
+    killable.kill()
+    r = post(server, key, {"model": "burst-killable", "messages": MSG})
+    assert r.status_code == 200 and r.json()["model"] == FP32
+    started = time.monotonic()
+    r = post(server, key, {"model": "api-killable", "messages": MSG})
+    assert r.status_code in (502, 503, 504) and time.monotonic() - started < 5
+    assert [row.version for row in usage_rows(url, tenant_id)] == ["api-killable@v1", FP32]
+
+
+def test_models_lists_local_and_upstream_models(gw):
+    server, url, _ = gw
+    _, key = make_tenant(url)
+    ids = {m["id"] for m in httpx.get(f"{server.url}/v1/models", headers={"Authorization": f"Bearer {key}"}).json()["data"]}
+    assert {"smollm2-135m-instruct", "api-chat", "api-dead", "burst"} <= ids
+
+
+def test_no_provider_key_in_the_logs(gw):
+    """Runs last in the module: every request above (401, timeouts, errors) has been logged by now."""
+    _, _, captured = gw
+    assert captured.lines  # the requests above were logged
+    text = "\n".join(captured.lines)
+    assert UPSTREAM_KEY not in text and WRONG_KEY not in text

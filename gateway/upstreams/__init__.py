@@ -1,0 +1,1 @@
+"""Model servers outside the pool: external OpenAI- and Anthropic-protocol APIs."""

@@ -1,4 +1,5 @@
-"""A real OpenAI-protocol server process (fake_openai) and a gateway whose catalogue puts it behind versions."""
+"""Real upstream servers for the tests: an OpenAI-protocol process (fake_openai) and the fake Anthropic Messages
+server (one per session, its script and record cleared for each test)."""
 from __future__ import annotations
 
 import os
@@ -13,6 +14,7 @@ import pytest
 import yaml
 
 from tests.gateway.support import free_port
+from tests.gateway.upstreams.fake_anthropic import FakeAnthropic
 
 UPSTREAM_KEY = "sk-upstream-key-CANARY-0d9f8e7a6b"  # what the gateway sends the fake upstream
 WRONG_KEY = "sk-wrong-key-CANARY-5c4b3a2910"  # an upstream configured with a key the fake refuses
@@ -61,3 +63,17 @@ def write_catalogue(tmp: Path, base: Path, extra: dict) -> Path:
     path = tmp / "catalogue.yaml"
     path.write_text(yaml.safe_dump(raw))
     return path
+
+
+@pytest.fixture(scope="session")
+def fake_anthropic_server():
+    with FakeAnthropic() as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake_anthropic(fake_anthropic_server):
+    """The session's fake Anthropic server (url, API_KEY), with an empty script and no recorded requests."""
+    fake_anthropic_server.reset()
+    yield fake_anthropic_server
+    fake_anthropic_server.reset()

@@ -61,7 +61,7 @@ def write_catalogue(tmp: Path, base: Path, extra: dict) -> Path:
     for section in ("upstreams", "models", "aliases"):
         raw.setdefault(section, {}).update(extra.get(section, {}))
     path = tmp / "catalogue.yaml"
-    path.write_text(yaml.safe_dump(raw))
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))  # a model's first version is its default
     return path
 
 

@@ -63,6 +63,12 @@ class VersionEconomics(BaseModel):
     margin_ratio: Number | None  # margin / revenue
     throughput: Number | None  # output tokens per busy second (measured, or the `throughput` parameter)
     break_even_per_million_output_tokens: Money | None  # at `throughput` and the chosen utilisation
+    # "replica_hours" (the pool) | "provider_prices" (an external upstream: cost = its tokens at the provider's
+    # prices, which attributed_cost and cost then are; no replicas, no idle cost)
+    cost_basis: str = "replica_hours"
+    provider_input_per_million: Money | None = None
+    provider_output_per_million: Money | None = None
+    provider_cost: Money | None = None
 
 
 class ModelEconomics(BaseModel):
@@ -79,6 +85,7 @@ class ModelEconomics(BaseModel):
     cost_per_million_output_tokens: Money | None  # over the tokens its engines generated
     margin: Money
     margin_ratio: Number | None
+    provider_cost: Money | None = None  # what its upstream versions' tokens cost at the providers' prices
     versions: list[VersionEconomics]
 
 

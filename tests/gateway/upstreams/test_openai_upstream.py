@@ -15,7 +15,7 @@ import pytest
 from gateway.main import create_app
 from gateway.observability.logging import JSONFormatter
 from tests.gateway.conftest import gateway_settings
-from tests.gateway.support import FP32, CannedBackend, LiveServer, free_port, make_tenant, migrate_and_seed, usage_rows
+from tests.gateway.support import ADMIN_KEY, FP32, CannedBackend, LiveServer, free_port, make_tenant, migrate_and_seed, usage_rows
 from tests.gateway.upstreams.conftest import UPSTREAM_KEY, WRONG_KEY, UpstreamProcess, write_catalogue
 
 MSG = [{"role": "user", "content": "Say hi to me."}]  # the fake counts 4 words + 3 = 7 prompt tokens
@@ -296,6 +296,39 @@ def test_models_lists_local_and_upstream_models(gw):
     _, key = make_tenant(url)
     ids = {m["id"] for m in httpx.get(f"{server.url}/v1/models", headers={"Authorization": f"Bearer {key}"}).json()["data"]}
     assert {"smollm2-135m-instruct", "api-chat", "api-dead", "burst"} <= ids
+
+
+def test_economics_lists_upstream_models_at_their_provider_prices(gw):
+    server, url, _ = gw
+    tenant_id, key = make_tenant(url)
+    assert post(server, key, {"model": "api-chat@plain", "messages": MSG, "max_tokens": 4}).status_code == 200
+    report = httpx.get(f"{server.url}/admin/economics", headers={"Authorization": f"Bearer {ADMIN_KEY}"}).json()
+    (model,) = [m for m in report["models"] if m["model"] == "api-chat"]
+    (plain,) = [v for v in model["versions"] if v["version"] == "api-chat@plain"]
+    assert plain["cost_basis"] == "provider_prices" and plain["replica_hours"] in ("0", "0.000000")
+    # every api-chat@plain request so far: tokens x the provider's prices (0.5 in, 1.0 out per million)
+    rows = [r for r in usage_rows_all(url) if r.version == "api-chat@plain"]
+    expected = sum(r.prompt_tokens * 0.5 + r.completion_tokens * 1.0 for r in rows) / 1e6
+    assert float(plain["provider_cost"]) == pytest.approx(expected, abs=1e-9)
+    assert float(plain["cost"]) == float(plain["provider_cost"]) and float(plain["idle_cost"]) == 0
+    assert float(plain["revenue"]) == pytest.approx(sum(float(r.cost) for r in rows), abs=1e-9)
+    assert float(model["provider_cost"]) >= float(plain["provider_cost"])
+    (pool,) = [m for m in report["models"] if m["model"] == "smollm2-135m-instruct"]
+    assert all(v["cost_basis"] == "replica_hours" for v in pool["versions"])
+
+
+def usage_rows_all(url):
+    from sqlalchemy import select
+
+    from gateway.db.database import Database
+    from gateway.db.models.usage import Usage
+
+    db = Database(url)
+    try:
+        with db.session() as session:
+            return list(session.scalars(select(Usage)))
+    finally:
+        db.dispose()
 
 
 def test_no_provider_key_in_the_logs(gw):

@@ -142,6 +142,15 @@ class ModelSpec(_Strict):
 
 class EmbeddingSpec(_Strict):
     price: Price
+    upstream: str | None = None  # an OpenAI-protocol upstream serves it (POST {base_url}/embeddings); None: local
+    model: str | None = None  # the upstream's model id
+    cost: TokenCost | None = None  # the provider's price (input_per_million)
+
+    @model_validator(mode="after")
+    def _upstream_model(self) -> "EmbeddingSpec":
+        if (self.upstream is None) != (self.model is None):
+            raise ValueError("an upstream embedding model needs both upstream and model")
+        return self
 
 
 class AliasSpec(_Strict):
@@ -194,6 +203,13 @@ class Catalogue(_Strict):
             if spec.upstream is not None and spec.upstream not in self.upstreams:
                 raise ValueError(f"models.{name.replace('@', '.versions.')}.upstream: unknown upstream "
                                  f"{spec.upstream!r}")
+        for name, spec in self.embeddings.items():
+            if spec.upstream is not None:
+                up = self.upstreams.get(spec.upstream)
+                if up is None:
+                    raise ValueError(f"embeddings.{name}.upstream: unknown upstream {spec.upstream!r}")
+                if up.protocol != "openai":
+                    raise ValueError(f"embeddings.{name}.upstream: only an openai-protocol upstream serves embeddings")
         known = set(self.version_names())
         names = known | set(self.models) | set(self.aliases)
         for alias, spec in self.aliases.items():

@@ -138,7 +138,7 @@ class Services:
         admin_key = ensure_admin_key(settings)[0]
         backend = backend if backend is not None else build_backend(settings, catalogue)
         # Keys come from the environment variables the catalogue names (api_key_env), read here once.
-        external = UpstreamBackend(catalogue, environ=os.environ) if catalogue.upstream_version_names() else None
+        external = UpstreamBackend(catalogue, environ=os.environ) if catalogue.upstreams else None
         backend = with_upstreams(backend, external)
         upstreams = None if external is None else LiveUpstreams(database, external,
                                                                 SecretBox(settings.secret_key or admin_key))

@@ -154,14 +154,10 @@ class UpstreamBackend:
         up.in_flight += 1
         reported = False  # the breaker was told how it went
 
-        def refused(message: str, status: int, *, fault: bool = True, retry_after_s: float | None = 1.0):
+        def refused(message: str, status: int, **kw) -> UpstreamRefused:
             nonlocal reported
             reported = True
-            message = scrub(message, config.api_key)
-            up.last_error = message[:300]
-            (up.breaker.failed if fault else up.breaker.released)()
-            log.warning("upstream refused the request", extra={"upstream": config.name, "why": message[:300]})
-            return UpstreamRefused(f"upstream {config.name}: {message}", status=status, retry_after_s=retry_after_s)
+            return _refused(up, message, status, **kw)
 
         def broke(message: str) -> GenerationFailed:
             message = scrub(message, config.api_key)
@@ -240,6 +236,46 @@ class UpstreamBackend:
             if response is not None:
                 await response.aclose()
 
+    async def embed(self, upstream: str, model: str, inputs: list[str], *,
+                    dimensions: int | None = None) -> tuple[list[list[float]], int | None]:
+        """(one vector per input, the upstream's prompt_tokens or None) from an OpenAI-protocol upstream's
+        /embeddings. Failures as for a generation before its first token: UpstreamRefused, ValueError (a 400)."""
+        up = self.upstreams[upstream]
+        config, protocol = up.config, self._protocols[up.config.protocol]
+        if not up.breaker.try_acquire():
+            raise UpstreamRefused(f"upstream {config.name} is unavailable (circuit open)", status=503,
+                                  retry_after_s=up.breaker.retry_after_s())
+        body = {"model": model, "input": inputs, "encoding_format": "float",
+                **({"dimensions": dimensions} if dimensions is not None else {})}
+        client = self._clients.get(config)
+        up.in_flight += 1
+        try:
+            try:
+                async with asyncio.timeout(config.timeout_s):
+                    response = await client.post("/embeddings", json=body, headers=protocol.headers(config.api_key))
+            except _CONNECT_ERRORS as e:
+                raise _refused(up, f"cannot connect ({type(e).__name__})", 503) from None
+            except TimeoutError:
+                raise _refused(up, f"no answer within {config.timeout_s:g} s", 504) from None
+            except httpx.HTTPError as e:
+                raise _refused(up, f"request failed ({type(e).__name__})", 502) from None
+            if response.status_code >= 400:
+                raise self._refusal(response, response.content, protocol,
+                                    lambda *a, **k: _refused(up, *a, **k), config)
+            try:
+                answer = response.json()
+                rows = sorted(answer["data"], key=lambda d: d["index"])
+                vectors = [[float(x) for x in row["embedding"]] for row in rows]
+                tokens = (answer.get("usage") or {}).get("prompt_tokens")
+            except (ValueError, KeyError, TypeError):
+                raise _refused(up, "malformed embeddings answer", 502) from None
+            if len(vectors) != len(inputs):
+                raise _refused(up, f"{len(vectors)} embeddings for {len(inputs)} inputs", 502)
+            up.breaker.succeeded()
+            return vectors, int(tokens) if isinstance(tokens, int) else None
+        finally:
+            up.in_flight -= 1
+
     @staticmethod
     def _refusal(response: httpx.Response, raw: bytes, protocol: UpstreamProtocol, refused,
                  config: UpstreamConfig) -> Exception:
@@ -257,6 +293,17 @@ class UpstreamBackend:
         if status == 404:
             return refused("does not serve this model (HTTP 404)", 502)
         return refused(f"HTTP {status}: {message}", 503 if status == 503 else 502, retry_after_s=retry_after)
+
+
+def _refused(up: Upstream, message: str, status: int, *, fault: bool = True,
+             retry_after_s: float | None = 1.0) -> UpstreamRefused:
+    """The upstream refused before any answer: recorded (breaker, last error, log; the key scrubbed) and raised
+    by the caller. `fault` False: the refusal says nothing bad of the upstream's health (a 429, a 400)."""
+    message = scrub(message, up.config.api_key)
+    up.last_error = message[:300]
+    (up.breaker.failed if fault else up.breaker.released)()
+    log.warning("upstream refused the request", extra={"upstream": up.config.name, "why": message[:300]})
+    return UpstreamRefused(f"upstream {up.config.name}: {message}", status=status, retry_after_s=retry_after_s)
 
 
 def _retry_after(value: str | None) -> float:

@@ -58,7 +58,7 @@ def fake_openai():
 def write_catalogue(tmp: Path, base: Path, extra: dict) -> Path:
     """The default catalogue plus `extra`'s upstreams, models and aliases."""
     raw = yaml.safe_load(base.read_text())
-    for section in ("upstreams", "models", "aliases"):
+    for section in ("upstreams", "models", "aliases", "embeddings"):
         raw.setdefault(section, {}).update(extra.get(section, {}))
     path = tmp / "catalogue.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))  # a model's first version is its default

@@ -12,6 +12,7 @@ What it does is chosen by the model id it is asked for:
     idle        two tokens, then only keep-alive comments
     cut         two tokens, then drops the connection (no finish, no [DONE])
     error-429 / error-500 / error-400   that status, with Retry-After on the 429
+/v1/embeddings answers [characters, words, 0.5] per input (model error-500: a 500).
 A request without `Authorization: Bearer KEY` gets a 401 whose message quotes the key it was sent, as some
 providers' do (the gateway must never pass it on)."""
 from __future__ import annotations
@@ -135,6 +136,21 @@ async def completions(request: Request) -> Response:
     return await _generate(request, False)
 
 
+async def embeddings(request: Request) -> Response:
+    """One 3-dimensional vector per input ([characters, words, 0.5]); usage: the inputs' words."""
+    if request.headers.get("authorization") != f"Bearer {request.app.state.key}":
+        return _error(401, "Incorrect API key provided.")
+    body = await request.json()
+    request.app.state.seen.append(body)
+    if body.get("model") == "error-500":
+        return _error(500, "fake failure 500")
+    inputs = [body["input"]] if isinstance(body["input"], str) else body["input"]
+    words = sum(len(t.split()) for t in inputs)
+    return JSONResponse({"object": "list", "model": body["model"], "usage": {"prompt_tokens": words, "total_tokens": words},
+                         "data": [{"object": "embedding", "index": i, "embedding": [float(len(t)), float(len(t.split())), 0.5]}
+                                  for i, t in reversed(list(enumerate(inputs)))]})  # out of order, as servers may
+
+
 async def seen(request: Request) -> Response:
     return JSONResponse(request.app.state.seen[-20:])
 
@@ -142,6 +158,7 @@ async def seen(request: Request) -> Response:
 def build_app(key: str) -> Starlette:
     app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]),
                             Route("/v1/completions", completions, methods=["POST"]),
+                            Route("/v1/embeddings", embeddings, methods=["POST"]),
                             Route("/seen", seen, methods=["GET"])])
     app.state.key, app.state.seen = key, []
     return app

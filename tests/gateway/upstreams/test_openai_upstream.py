@@ -68,6 +68,11 @@ def gw(tmp_path_factory, fake_openai, killable):
             "api-dead": {"price": PRICE, "versions": {"v1": {"upstream": "dead", "model": "echo", "cost": COST}}},
             "api-killable": {"price": PRICE, "versions": {"v1": {"upstream": "killable", "model": "echo"}}},
         },
+        "embeddings": {
+            "api-embed": {"price": {"input_per_million": 0.1}, "upstream": "fake", "model": "fake-embed",
+                          "cost": {"input_per_million": 0.05}},
+            "api-embed-broken": {"price": {"input_per_million": 0.1}, "upstream": "fake", "model": "error-500"},
+        },
         "aliases": {
             "burst": {"weights": {"api-dead@v1": 100}, "fallbacks": [FP32]},
             "burst-killable": {"weights": {"api-killable@v1": 100}, "fallbacks": [FP32]},
@@ -291,11 +296,27 @@ def test_a_killed_upstream(gw, killable):
     assert [row.version for row in usage_rows(url, tenant_id)] == ["api-killable@v1", FP32]
 
 
+def test_embeddings_from_an_upstream(gw, fake_openai):
+    server, url, _ = gw
+    tenant_id, key = make_tenant(url)
+    r = post(server, key, {"model": "api-embed", "input": ["one two", "three"]}, "/v1/embeddings")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert [d["embedding"] for d in body["data"]] == [[7.0, 2.0, 0.5], [5.0, 1.0, 0.5]]  # in input order
+    assert body["model"] == "api-embed" and body["usage"]["prompt_tokens"] == 3
+    sent = fake_openai.seen()[-1]
+    assert sent["model"] == "fake-embed" and sent["input"] == ["one two", "three"]
+    broken = post(server, key, {"model": "api-embed-broken", "input": "x"}, "/v1/embeddings")
+    assert broken.status_code == 502 and "retry-after" in broken.headers
+    (row,) = usage_rows(url, tenant_id)
+    assert (row.model, row.prompt_tokens, row.metered_by) == ("api-embed", 3, "upstream")
+
+
 def test_models_lists_local_and_upstream_models(gw):
     server, url, _ = gw
     _, key = make_tenant(url)
     ids = {m["id"] for m in httpx.get(f"{server.url}/v1/models", headers={"Authorization": f"Bearer {key}"}).json()["data"]}
-    assert {"smollm2-135m-instruct", "api-chat", "api-dead", "burst"} <= ids
+    assert {"smollm2-135m-instruct", "api-chat", "api-dead", "burst", "api-embed"} <= ids
 
 
 def test_economics_lists_upstream_models_at_their_provider_prices(gw):

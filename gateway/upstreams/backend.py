@@ -18,7 +18,7 @@ import httpx
 from gateway.catalogue import Catalogue
 from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, UpstreamRefused,
                                   VersionInfo, VersionOverloaded, VersionUnavailable)
-from gateway.upstreams.assembler import ChunkAssembler
+from gateway.upstreams.assembler import UPSTREAM, ChunkAssembler
 from gateway.upstreams.breaker import BreakerConfig, CircuitBreaker
 from gateway.upstreams.client import ClientPool
 from gateway.upstreams.config import UpstreamConfig
@@ -199,10 +199,14 @@ class UpstreamBackend:
                     async with asyncio.timeout_at(until):
                         event = await anext(events, None)
                 except TimeoutError:
+                    if assembler.done:
+                        break  # the answer is whole; only its usage or [DONE] never came
                     if not started:
                         raise refused(f"no first token within {config.first_token_timeout_s:g} s", 504) from None
                     raise broke(f"no event for {config.idle_timeout_s:g} s (idle timeout)") from None
                 except httpx.HTTPError as e:
+                    if assembler.done:
+                        break
                     if not started:
                         raise refused(f"the stream failed ({type(e).__name__})", 502) from None
                     raise broke(f"the stream failed ({type(e).__name__})") from None
@@ -220,6 +224,8 @@ class UpstreamBackend:
                             started, reported = True, True
                             up.breaker.succeeded()
                         yield chunk
+                if assembler.done and assembler.metered_by == UPSTREAM:
+                    break  # every choice finished and the usage came: nothing is left to wait for
             last = assembler.end()
             if last is None:
                 if not started:

@@ -257,6 +257,26 @@ def test_idle_timeout_ends_the_stream_with_an_error_and_bills_what_was_delivered
     assert row.prompt_tokens == told["prompt_tokens"] and row.metered_by == "gateway"
 
 
+def test_a_client_that_leaves_mid_stream_is_billed_what_was_delivered(gw):
+    server, url, _ = gw
+    tenant_id, key = make_tenant(url)
+    with httpx.stream("POST", f"{server.url}/v1/chat/completions", timeout=30,
+                      headers={"Authorization": f"Bearer {key}"},
+                      json={"model": "api-chat@idle", "messages": MSG, "stream": True}) as r:
+        seen = ""
+        for line in r.iter_lines():
+            if line.startswith("data: {"):
+                seen += json.loads(line[6:])["choices"][0]["delta"].get("content") or ""
+            if seen == "tok0 tok1 ":
+                break  # leave: the upstream would only send pings from here
+    deadline = time.monotonic() + 10
+    while not (rows := usage_rows(url, tenant_id)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (row,) = rows
+    assert row.status == "aborted" and row.metered_by == "gateway"
+    assert row.completion_tokens == 4  # "tok0 " and "tok1 ": 5 bytes each, 2 tokens each by the byte bound
+
+
 def test_a_stream_cut_mid_answer_ends_with_an_error_event_and_bills_the_delivered_tokens(gw):
     server, url, _ = gw
     tenant_id, key = make_tenant(url)

@@ -12,6 +12,11 @@ TOKENS_PER_MESSAGE = 4
 
 
 def message_text(message: dict) -> str:
+    """A chat message's role and text, for the byte bound."""
+    return f"{message.get('role', '')}{content_text(message)}"
+
+
+def content_text(message: dict) -> str:
     """A chat message's text (text parts of a content list; tool calls' names and arguments)."""
     content = message.get("content")
     if isinstance(content, list):
@@ -19,7 +24,7 @@ def message_text(message: dict) -> str:
     calls = message.get("tool_calls") or []
     args = "".join(str((c.get("function") or {}).get("name", "")) + str((c.get("function") or {}).get("arguments", ""))
                    for c in calls if isinstance(c, dict))
-    return f"{message.get('role', '')}{content or ''}{args}"
+    return f"{content or ''}{args}"
 
 
 class TokenCounter:
@@ -41,7 +46,7 @@ class TokenCounter:
         if self._tokenizer is not None:
             try:
                 return len(self._tokenizer.apply_chat_template(
-                    [{"role": m.get("role", "user"), "content": message_text(m)} for m in messages]))
+                    [{"role": m.get("role", "user"), "content": content_text(m)} for m in messages]))
             except Exception:  # a template that refuses these roles: count the text instead
                 pass
         return sum(self.count_text(message_text(m)) + TOKENS_PER_MESSAGE for m in messages) + 1

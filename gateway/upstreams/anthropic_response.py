@@ -50,8 +50,8 @@ def from_message(message: dict, *, model: str) -> dict:
         elif block.get("type") == "tool_use":
             tool_calls.append({"id": block["id"], "type": "function",
                                "function": {"name": block["name"], "arguments": json.dumps(block.get("input") or {})}})
-    text = "".join(texts)
-    reply: dict = {"role": "assistant", "content": text if text or not tool_calls else None, "refusal": None}
+    # always a string ("" beside tool calls), as the streamed answer accumulates from its first chunk's ""
+    reply: dict = {"role": "assistant", "content": "".join(texts), "refusal": None}
     if tool_calls:
         reply["tool_calls"] = tool_calls
     return {"id": chat_id(message.get("id")), "object": "chat.completion", "created": int(time.time()),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 DEFAULT_MAX_TOKENS = 4096  # Messages requires max_tokens; OpenAI clients may leave it to the model's limit
@@ -27,7 +28,7 @@ def _default(value: Any) -> bool:
 
 
 # Fields Messages has no counterpart for: allowed only at their no-op value.
-_UNSUPPORTED: dict[str, Any] = {
+_UNSUPPORTED: dict[str, Callable[[Any], bool]] = {
     "n": lambda v: v in (None, 1),
     "logprobs": _default,
     "top_logprobs": _default,

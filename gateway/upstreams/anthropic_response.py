@@ -20,7 +20,8 @@ _STATUS_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403:
                  529: "overloaded_error"}
 MAX_ERROR_MESSAGE = 500
 # Anything that looks like a credential is cut from an upstream's error message before it goes anywhere.
-_SECRETS = re.compile(r"""(?i)\b(?:sk|tg|tga|tgm)-[\w-]{6,}|\b(bearer\s+|(?:x-)?api[_-]?key["']?\s*[:=]\s*["']?)[^\s"',]+""")
+_SECRETS = re.compile(r"""(?i)\b(?:sk|tg|tga|tgm)-[\w-]{6,}"""  # provider and Tollgate key prefixes
+                      r"""|\b(bearer\s+|(?:x-)?api[_-]?key["']?\s*[:=]\s*["']?)[^\s"',]+""")
 
 
 def finish_reason(stop_reason: str | None) -> str:

@@ -34,8 +34,9 @@ class StreamTranslator:
                           "error": self._error}
 
     def feed(self, event: str, data: dict) -> list[dict]:
-        """The chunks one event yields (ping and event types this version does not know yield none)."""
-        handler = self._handlers.get(event or data.get("type"))
+        """The chunks one event yields (ping and event types this version does not know yield none). An event
+        without a name of its own (SSE's default "message") is known by its data's `type`."""
+        handler = self._handlers.get(event) or self._handlers.get(data.get("type"))
         return handler(data) if handler else []
 
     @property

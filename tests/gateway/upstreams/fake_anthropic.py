@@ -210,7 +210,8 @@ class Invalid(Exception):
 
 def _number(body: dict, key: str, low: float, high: float) -> None:
     value = body.get(key)
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                              or not low <= value <= high):
         raise Invalid(f"{key}: Input should be between {low} and {high}")
 
 
@@ -319,7 +320,8 @@ def _check_messages(messages: Any) -> None:
             raise Invalid(f"messages.{i}.content: tool_result blocks must come first")
         for b in blocks:
             if b["type"] in _ROLE_BLOCKS and role != _ROLE_BLOCKS[b["type"]]:
-                raise Invalid(f"messages.{i}.content: {b['type']} blocks are only allowed in {_ROLE_BLOCKS[b['type']]} turns")
+                raise Invalid(f"messages.{i}.content: {b['type']} blocks are only allowed in "
+                              f"{_ROLE_BLOCKS[b['type']]} turns")
         pending = {b["id"] for b in blocks if b["type"] == "tool_use"}
         last = i == len(messages) - 1
         if last and role == "assistant" and blocks and blocks[-1]["type"] == "text" \

@@ -142,3 +142,9 @@ def test_an_error_event_never_carries_a_key():
         StreamTranslator(model=MODEL).feed("error", {"type": "error", "error": {
             "type": "api_error", "message": "boom with x-api-key: sk-ant-canary0123456789"}})
     assert "canary" not in str(caught.value) and "canary" not in caught.value.message
+
+
+def test_events_without_a_name_are_known_by_their_type():
+    named, _ = translate(stream_events(text_message("same")))
+    unnamed, _ = translate([("message", data) for _, data in stream_events(text_message("same"))])
+    assert [c["choices"] for c in unnamed] == [c["choices"] for c in named]

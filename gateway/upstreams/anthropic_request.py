@@ -1,12 +1,14 @@
 """An OpenAI chat.completions request body -> an Anthropic Messages request body (pure, no I/O).
 
-What Messages cannot express is refused with a ValueError whose first word is the field, never dropped in
-silence; fields that only steer the gateway (stream_options, priority, ...) or promise nothing (seed) are left
-out."""
+What Messages cannot express (n > 1, logprobs, penalties, response_format json, ...) is refused with a ValueError
+whose first word is the field, never dropped in silence. Fields that steer the gateway rather than the answer
+(stream_options, priority, metadata, store, ...), seed (a best-effort hint only) and fields it does not know are
+left out."""
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 DEFAULT_MAX_TOKENS = 4096  # Messages requires max_tokens; OpenAI clients may leave it to the model's limit
@@ -16,18 +18,13 @@ LEADING_USER_TEXT = "(conversation start)"
 IMAGE_MEDIA_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 _DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+);base64,(.*)$", re.DOTALL)
 
-# Fields left out of the Messages request: the gateway's own concerns or hints with no effect on the answer.
-_IGNORED = frozenset({"model", "stream_options", "seed", "metadata", "store", "service_tier", "priority",
-                      "speculative", "skip_special_tokens", "prompt"})
-
-
 def _default(value: Any) -> bool:
     """True where an unsupported field holds its no-op value (absent, null, false, zero, empty, n=1, ...)."""
     return value is None or value is False or value == 0 or value == [] or value == {}
 
 
 # Fields Messages has no counterpart for: allowed only at their no-op value.
-_UNSUPPORTED: dict[str, Any] = {
+_UNSUPPORTED: dict[str, Callable[[Any], bool]] = {
     "n": lambda v: v in (None, 1),
     "logprobs": _default,
     "top_logprobs": _default,
@@ -125,7 +122,10 @@ def _tool(i: int, tool: Any) -> dict:
     out = {"name": function["name"]}
     if function.get("description"):
         out["description"] = function["description"]
-    out["input_schema"] = function.get("parameters") or {"type": "object", "properties": {}}
+    parameters = function.get("parameters") or {"properties": {}}
+    if not isinstance(parameters, dict):
+        raise ValueError(f"tools[{i}].function.parameters: must be a JSON schema object")
+    out["input_schema"] = {"type": "object", **parameters}  # Messages insists on the type OpenAI implies
     return out
 
 

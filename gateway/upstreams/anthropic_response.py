@@ -20,7 +20,8 @@ _STATUS_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403:
                  529: "overloaded_error"}
 MAX_ERROR_MESSAGE = 500
 # Anything that looks like a credential is cut from an upstream's error message before it goes anywhere.
-_SECRETS = re.compile(r"""(?i)\b(?:sk|tg|tga|tgm)-[\w-]{6,}|\b(bearer\s+|(?:x-)?api[_-]?key["']?\s*[:=]\s*["']?)[^\s"',]+""")
+_SECRETS = re.compile(r"""(?i)\b(?:sk|tg|tga|tgm)-[\w-]{6,}"""  # provider and Tollgate key prefixes
+                      r"""|\b(bearer\s+|(?:x-)?api[_-]?key["']?\s*[:=]\s*["']?)[^\s"',]+""")
 
 
 def finish_reason(stop_reason: str | None) -> str:
@@ -50,8 +51,8 @@ def from_message(message: dict, *, model: str) -> dict:
         elif block.get("type") == "tool_use":
             tool_calls.append({"id": block["id"], "type": "function",
                                "function": {"name": block["name"], "arguments": json.dumps(block.get("input") or {})}})
-    text = "".join(texts)
-    reply: dict = {"role": "assistant", "content": text if text or not tool_calls else None, "refusal": None}
+    # always a string ("" beside tool calls), as the streamed answer accumulates from its first chunk's ""
+    reply: dict = {"role": "assistant", "content": "".join(texts), "refusal": None}
     if tool_calls:
         reply["tool_calls"] = tool_calls
     return {"id": chat_id(message.get("id")), "object": "chat.completion", "created": int(time.time()),

@@ -34,8 +34,9 @@ class StreamTranslator:
                           "error": self._error}
 
     def feed(self, event: str, data: dict) -> list[dict]:
-        """The chunks one event yields (ping and event types this version does not know yield none)."""
-        handler = self._handlers.get(event or data.get("type"))
+        """The chunks one event yields (ping and event types this version does not know yield none). An event
+        without a name of its own (SSE's default "message") is known by its data's `type`."""
+        handler = self._handlers.get(event) or self._handlers.get(data.get("type"))
         return handler(data) if handler else []
 
     @property
@@ -51,17 +52,17 @@ class StreamTranslator:
         return chunk
 
     def _take_usage(self, usage: dict | None) -> None:
-        # Every count Anthropic reports is the running total: keep the latest, never add. A later event that
-        # leaves a count out, or reports it as 0 or null, does not erase what message_start said.
+        # Every count Anthropic reports is the running total: keep the latest, never add. The prompt-side counts
+        # come with message_start; a later event that reports them as 0 or null does not erase them.
         for key, value in (usage or {}).items():
-            if isinstance(value, int) and (value > 0 or key not in self._usage):
+            if isinstance(value, int) and (value > 0 or key == "output_tokens" or key not in self._usage):
                 self._usage[key] = value
 
     def _message_start(self, data: dict) -> list[dict]:
         message = data.get("message") or {}
         self._id = chat_id(message.get("id"))
         self._take_usage(message.get("usage"))
-        return [self._chunk({"role": "assistant"})]
+        return [self._chunk({"role": "assistant", "content": ""})]
 
     def _block_start(self, data: dict) -> list[dict]:
         block = data.get("content_block") or {}

@@ -116,9 +116,10 @@ def _block_events(i: int, block: dict, piece: int) -> list[tuple[str, dict]]:
 
 @dataclass
 class Answer:
-    """`message`, plain or streamed as the request asks; streamed events `delay_s` apart."""
+    """`message`, plain or streamed as the request asks, after `first_byte_s`; streamed events `delay_s` apart."""
     message: dict
     delay_s: float = 0.0
+    first_byte_s: float = 0.0
     full_delta_usage: bool = False  # message_delta's usage repeats the input counts (newer API versions do)
 
 
@@ -172,8 +173,9 @@ class Silent:
 
 @dataclass
 class PingsOnly:
-    """A stream that opens (200, message_start) and then only pings, `interval_s` apart, until the client goes."""
-    message: dict
+    """A stream that opens (200 and, with `message`, its message_start) and then only pings, `interval_s` apart,
+    until the client goes."""
+    message: dict | None = None
     interval_s: float = 0.05
 
 
@@ -208,7 +210,8 @@ class Invalid(Exception):
 
 def _number(body: dict, key: str, low: float, high: float) -> None:
     value = body.get(key)
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                              or not low <= value <= high):
         raise Invalid(f"{key}: Input should be between {low} and {high}")
 
 
@@ -317,7 +320,8 @@ def _check_messages(messages: Any) -> None:
             raise Invalid(f"messages.{i}.content: tool_result blocks must come first")
         for b in blocks:
             if b["type"] in _ROLE_BLOCKS and role != _ROLE_BLOCKS[b["type"]]:
-                raise Invalid(f"messages.{i}.content: {b['type']} blocks are only allowed in {_ROLE_BLOCKS[b['type']]} turns")
+                raise Invalid(f"messages.{i}.content: {b['type']} blocks are only allowed in "
+                              f"{_ROLE_BLOCKS[b['type']]} turns")
         pending = {b["id"] for b in blocks if b["type"] == "tool_use"}
         last = i == len(messages) - 1
         if last and role == "assistant" and blocks and blocks[-1]["type"] == "text" \
@@ -476,8 +480,13 @@ class FakeAnthropic:
         if isinstance(reply, Silent) and not reply.headers:
             await self._hold(request)
             return Response(status_code=500)
+        if isinstance(reply, Answer) and reply.first_byte_s:
+            await asyncio.sleep(reply.first_byte_s)
         if isinstance(reply, Answer) and not stream:
             return JSONResponse(plain(reply.message), headers=self._ids())
+        if isinstance(reply, Silent):  # the status line and headers, then no body
+            return StreamingResponse(self._events(reply, request), headers=self._ids(),
+                                     media_type="text/event-stream" if stream else "application/json")
         if not stream:
             return self._error(500, "api_error", f"the fake can only stream a {type(reply).__name__} reply")
         return StreamingResponse(self._events(reply, request), media_type="text/event-stream",
@@ -488,7 +497,8 @@ class FakeAnthropic:
             await self._hold(request)
             return
         if isinstance(reply, PingsOnly):
-            yield sse(*stream_events(reply.message)[0])
+            if reply.message is not None:
+                yield sse(*stream_events(reply.message)[0])
             while not self._stopping.is_set():
                 await asyncio.sleep(reply.interval_s)
                 yield sse("ping", {"type": "ping"})

@@ -174,3 +174,14 @@ def test_max_tokens_must_be_positive():
 def test_a_final_assistant_prefill_loses_trailing_whitespace():
     body = convert(messages=[{"role": "user", "content": "Count"}, {"role": "assistant", "content": "1, 2, "}])
     assert body["messages"][-1] == {"role": "assistant", "content": "1, 2,"}
+
+
+def test_a_tool_schema_without_a_type_is_an_object_schema():
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"properties": {"x": {"type": "integer"}}}}}
+    assert convert(tools=[tool])["tools"] == [
+        {"name": "f", "input_schema": {"type": "object", "properties": {"x": {"type": "integer"}}}}]
+
+
+def test_unknown_and_gateway_only_fields_are_left_out():
+    body = convert(stream_options={"include_usage": True}, priority=3, store=True, chat_template_kwargs={"x": 1})
+    assert set(body) == {"model", "max_tokens", "messages"}

@@ -37,11 +37,11 @@ def test_parallel_tool_calls_with_text():
         {"id": "toolu_b", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}]
 
 
-def test_tool_calls_alone_leave_content_null_and_thinking_is_dropped():
+def test_tool_calls_alone_leave_content_empty_and_thinking_is_dropped():
     answer = message([{"type": "thinking", "thinking": "hmm", "signature": "s"},
                       tool_use("get_time", {}, id="toolu_c")], stop_reason="tool_use")
     reply = from_message(plain(answer), model=MODEL)["choices"][0]["message"]
-    assert reply["content"] is None and [c["id"] for c in reply["tool_calls"]] == ["toolu_c"]
+    assert reply["content"] == "" and [c["id"] for c in reply["tool_calls"]] == ["toolu_c"]
 
 
 @pytest.mark.parametrize("stop_reason, finish", [

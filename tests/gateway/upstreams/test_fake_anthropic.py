@@ -1,12 +1,14 @@
 """The official `anthropic` SDK against the fake Messages server: proof that the fake speaks the protocol."""
 from __future__ import annotations
 
+import time
+
 import anthropic
 import httpx
 import pytest
 
-from tests.gateway.upstreams.fake_anthropic import (API_KEY, Answer, Cut, Fail, StreamError, text_message, tool_message,
-                                                    tool_use)
+from tests.gateway.upstreams.fake_anthropic import (API_KEY, Answer, Cut, Fail, PingsOnly, Silent, StreamError,
+                                                    text_message, tool_message, tool_use)
 
 WEATHER = {"name": "get_weather", "description": "Weather in a city",
            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
@@ -134,3 +136,72 @@ def test_a_cut_stream_ends_without_message_stop(fake_anthropic):
                       headers={"x-api-key": API_KEY, "anthropic-version": "2023-06-01"}) as answer:
         events = [line for line in answer.iter_lines() if line.startswith("event:")]
     assert events and "event: message_stop" not in events and "event: message_delta" not in events
+
+
+def stream_body() -> dict:
+    return ASK | {"stream": True}
+
+
+STREAM_HEADERS = {"x-api-key": API_KEY, "anthropic-version": "2023-06-01"}
+
+
+def test_a_silent_server_accepts_and_never_answers(fake_anthropic):
+    fake_anthropic.script(Silent())
+    started = time.monotonic()
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{fake_anthropic.url}/v1/messages", json=ASK, headers=STREAM_HEADERS,
+                   timeout=httpx.Timeout(5, read=0.3))
+    assert 0.25 < time.monotonic() - started < 3
+
+
+def test_a_silent_stream_sends_its_headers_and_then_nothing(fake_anthropic):
+    fake_anthropic.script(Silent(headers=True))
+    with httpx.stream("POST", f"{fake_anthropic.url}/v1/messages", json=stream_body(), headers=STREAM_HEADERS,
+                      timeout=httpx.Timeout(5, read=0.3)) as answer:
+        assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/event-stream")
+        with pytest.raises(httpx.ReadTimeout):
+            next(answer.iter_lines())
+
+
+def test_pings_only_keep_a_per_read_timeout_from_firing(fake_anthropic):
+    """What an idle timer must not be fooled by: bytes keep coming, none of them an answer."""
+    fake_anthropic.script(PingsOnly(text_message("never"), interval_s=0.05))
+    events = []
+    with httpx.stream("POST", f"{fake_anthropic.url}/v1/messages", json=stream_body(), headers=STREAM_HEADERS,
+                      timeout=httpx.Timeout(5, read=0.3)) as answer:
+        deadline = time.monotonic() + 0.6
+        for line in answer.iter_lines():
+            if line.startswith("event:"):
+                events.append(line[7:])
+            if time.monotonic() > deadline:
+                break
+    assert events[0] == "message_start" and len(events) > 5 and set(events[1:]) == {"ping"}
+
+
+def test_answers_can_wait_before_the_first_byte_and_between_events(fake_anthropic):
+    fake_anthropic.script(Answer(text_message("ab"), first_byte_s=0.3, delay_s=0.05))
+    started = time.monotonic()
+    with httpx.stream("POST", f"{fake_anthropic.url}/v1/messages", json=stream_body(), headers=STREAM_HEADERS,
+                      timeout=5) as answer:
+        first = time.monotonic() - started
+        lines = [line for line in answer.iter_lines() if line.startswith("event:")]
+    assert first >= 0.3 and time.monotonic() - started >= 0.3 + 0.05 * (len(lines) - 1)
+    assert lines[0] == "event: message_start" and lines[-1] == "event: message_stop"
+
+
+def test_the_exact_event_order(fake_anthropic):
+    fake_anthropic.script(Answer(tool_message(tool_use("get_weather", {"city": "Paris"}), text="Hm.")))
+    with httpx.stream("POST", f"{fake_anthropic.url}/v1/messages", json=stream_body() | {"tools": [WEATHER]},
+                      headers=STREAM_HEADERS, timeout=5) as answer:
+        events = [line[7:] for line in answer.iter_lines() if line.startswith("event:")]
+    text_deltas, json_deltas = events[3:4], events[6:-3]
+    assert events[:3] == ["message_start", "content_block_start", "ping"]
+    assert text_deltas == ["content_block_delta"] and events[4:6] == ["content_block_stop", "content_block_start"]
+    assert set(json_deltas) == {"content_block_delta"}
+    assert events[-3:] == ["content_block_stop", "message_delta", "message_stop"]
+
+
+def test_a_reply_can_depend_on_the_request(fake_anthropic):
+    fake_anthropic.default = lambda body: Answer(text_message(f"echo: {body['messages'][-1]['content']}"))
+    with anthropic.Anthropic(api_key=API_KEY, base_url=fake_anthropic.url, max_retries=0) as c:
+        assert c.messages.create(**ASK).content[0].text == "echo: Hi"

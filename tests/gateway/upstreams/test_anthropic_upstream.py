@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import httpx
 import pytest
@@ -14,7 +15,8 @@ from gateway.settings import Settings
 from tests.gateway.conftest import gateway_settings
 from tests.gateway.support import FP32, CannedBackend, LiveServer, make_tenant, migrate_and_seed, usage_rows
 from tests.gateway.upstreams.conftest import write_catalogue
-from tests.gateway.upstreams.fake_anthropic import API_KEY, Answer, Fail, StreamError, text_message, tool_message, tool_use
+from tests.gateway.upstreams.fake_anthropic import (API_KEY, Answer, Cut, Fail, PingsOnly, Silent, StreamError,
+                                                    text_message, tool_message, tool_use)
 
 MSG = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say hi."}]
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
@@ -26,7 +28,7 @@ def gw(tmp_path_factory, fake_anthropic_server):
     tmp = tmp_path_factory.mktemp("anthropic-upstream")
     extra = {"upstreams": {"claude": {"protocol": "anthropic", "base_url": fake_anthropic_server.url,
                                       "api_key_env": "TG_TEST_ANTHROPIC_KEY", "timeout_s": 10, "connect_timeout_s": 1,
-                                      "first_token_timeout_s": 2, "idle_timeout_s": 2}},
+                                      "first_token_timeout_s": 1, "idle_timeout_s": 1}},
              "models": {"claude-chat": {"price": {"input_per_million": 3, "output_per_million": 15},
                                         "versions": {"v1": {"upstream": "claude", "model": "claude-fake-1",
                                                             "cost": {"input_per_million": 3,
@@ -136,3 +138,27 @@ def test_what_messages_cannot_express_is_a_400(gw, fake):
     r = post(server, key, {"model": "claude-chat", "messages": MSG, "n": 2})
     assert r.status_code == 400 and "n" in r.json()["error"]["message"]
     assert fake.requests == []
+
+
+@pytest.mark.parametrize("reply", [Silent(), Silent(headers=True), PingsOnly(text_message("never"), interval_s=0.1)],
+                         ids=["no-headers", "headers-only", "pings-only"])
+def test_a_silent_upstream_trips_the_first_token_timeout_whatever_keeps_the_connection_busy(gw, fake, reply):
+    server, url = gw
+    tenant_id, key = make_tenant(url)
+    fake.script(reply)
+    started = time.monotonic()
+    r = post(server, key, {"model": "claude-chat", "messages": MSG})
+    took = time.monotonic() - started
+    assert r.status_code == 504 and r.json()["error"]["code"] == "upstream_timeout"
+    assert 0.9 <= took < 1.6  # first_token_timeout_s: 1, pings every 0.1 s notwithstanding
+    assert usage_rows(url, tenant_id) == []
+
+
+def test_a_connection_dropped_mid_answer_ends_with_an_error_event(gw, fake):
+    server, url = gw
+    tenant_id, key = make_tenant(url)
+    fake.script(Cut(text_message("Partial answer that breaks off here.", output_tokens=9), after=5, abrupt=True))
+    events = stream(server, key, {"model": "claude-chat", "messages": MSG})
+    assert events[-2]["error"]["code"] == "generation_failed" and events[-1] == "[DONE]"
+    (row,) = usage_rows(url, tenant_id)
+    assert row.status == "error" and row.completion_tokens == events[-3]["usage"]["completion_tokens"] > 0

@@ -196,6 +196,20 @@ def test_tools_pass_through_natively_and_come_back_as_tool_calls(gw, fake_openai
     assert finishes[-1] == "tool_calls" and events[-2]["usage"]["completion_tokens"] == 9
 
 
+def test_a_tool_result_turn_reaches_the_upstream_as_sent(gw, fake_openai):
+    server, url, _ = gw
+    _, key = make_tenant(url)
+    call = {"id": "call_fake1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    messages = [*MSG, {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "call_fake1", "content": "Sunny, 21 C"}]
+    r = post(server, key, {"model": "api-chat@plain", "messages": messages, "tools": TOOLS, "max_tokens": 2,
+                           "response_format": {"type": "text"}, "presence_penalty": 0.5})
+    assert r.status_code == 200, r.text
+    sent = fake_openai.seen()[-1]
+    assert sent["messages"] == messages and sent["tools"] == TOOLS
+    assert sent["response_format"] == {"type": "text"} and sent["presence_penalty"] == 0.5  # passed through
+
+
 def test_without_upstream_usage_the_gateway_counts_and_says_so(gw):
     server, url, _ = gw
     tenant_id, key = make_tenant(url)

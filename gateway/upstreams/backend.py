@@ -12,6 +12,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -56,9 +57,18 @@ class Upstream:
     def status(self) -> dict:
         """What GET /admin/upstreams shows: never the key (only whether one is set)."""
         c = self.config
-        return {"name": c.name, "protocol": c.protocol, "base_url": c.base_url, "timeout_s": c.timeout_s,
+        return {"name": c.name, "protocol": c.protocol, "base_url": shown_url(c.base_url), "timeout_s": c.timeout_s,
                 "has_api_key": bool(c.api_key), "healthy": self.breaker.state == "closed",
                 "circuit": self.breaker.state, "in_flight": self.in_flight, "last_error": self.last_error}
+
+
+def shown_url(url: str) -> str:
+    """The URL without credentials a base_url may carry (https://user:secret@host/v1)."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    return urlunsplit(parts._replace(netloc=f"{host}:{parts.port}" if parts.port else host))
 
 
 def versions_of(catalogue: Catalogue) -> dict[str, UpstreamVersion]:

@@ -346,6 +346,17 @@ def test_embeddings_from_an_upstream(gw, fake_openai):
     assert (row.model, row.prompt_tokens, row.metered_by) == ("api-embed", 3, "upstream")
 
 
+def test_the_responses_api_serves_upstream_versions(gw):
+    server, url, _ = gw
+    tenant_id, key = make_tenant(url)
+    r = post(server, key, {"model": "api-chat@plain", "input": "Say hi to me.", "max_output_tokens": 3},
+             "/v1/responses")
+    assert r.status_code == 200, r.text
+    assert "tok0 tok1 tok2" in json.dumps(r.json()["output"])
+    (row,) = usage_rows(url, tenant_id)
+    assert row.metered_by == "upstream" and row.completion_tokens == 3
+
+
 def test_models_lists_local_and_upstream_models(gw):
     server, url, _ = gw
     _, key = make_tenant(url)

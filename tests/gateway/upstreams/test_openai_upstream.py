@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 
 import httpx
@@ -62,11 +63,14 @@ def gw(tmp_path_factory, fake_openai, killable):
             "dead": {"protocol": "openai", "base_url": f"http://127.0.0.1:{free_port()}/v1", **fast},
             "killable": {"protocol": "openai", "base_url": f"{killable.url}/v1", "api_key_env": "TG_TEST_FAKE_KEY",
                          **fast},
+            "narrow": {"protocol": "openai", "base_url": f"{fake_openai.url}/v1", "api_key_env": "TG_TEST_FAKE_KEY",
+                       "max_concurrency": 1, **fast},
         },
         "models": {
             "api-chat": {"price": PRICE, "versions": versions},
             "api-dead": {"price": PRICE, "versions": {"v1": {"upstream": "dead", "model": "echo", "cost": COST}}},
             "api-killable": {"price": PRICE, "versions": {"v1": {"upstream": "killable", "model": "echo"}}},
+            "api-narrow": {"price": PRICE, "versions": {"v1": {"upstream": "narrow", "model": "idle"}}},
         },
         "embeddings": {
             "api-embed": {"price": {"input_per_million": 0.1}, "upstream": "fake", "model": "fake-embed",
@@ -76,6 +80,7 @@ def gw(tmp_path_factory, fake_openai, killable):
         "aliases": {
             "burst": {"weights": {"api-dead@v1": 100}, "fallbacks": [FP32]},
             "burst-killable": {"weights": {"api-killable@v1": 100}, "fallbacks": [FP32]},
+            "narrow-or-local": {"weights": {"api-narrow@v1": 100}, "fallbacks": [FP32]},
         },
     }
     from gateway.settings import Settings
@@ -315,6 +320,30 @@ def test_a_down_upstream_falls_back_to_the_pool_or_fails_fast_unbilled(gw):
     assert r.status_code in (502, 503, 504) and time.monotonic() - started < 5
     assert "retry-after" in r.headers
     assert [row.version for row in usage_rows(url, tenant_id)] == [FP32, FP32]  # the failure is unbilled
+
+
+def test_an_upstream_at_max_concurrency_is_overloaded(gw):
+    server, url, _ = gw
+    _, key = make_tenant(url)
+    streaming = threading.Event()
+
+    def hold_the_slot():
+        with httpx.stream("POST", f"{server.url}/v1/chat/completions", timeout=30,
+                          headers={"Authorization": f"Bearer {key}"},
+                          json={"model": "api-narrow", "messages": MSG, "stream": True}) as r:
+            for line in r.iter_lines():
+                if '"tok0 "' in line:
+                    streaming.set()
+
+    holder = threading.Thread(target=hold_the_slot)
+    holder.start()
+    try:
+        assert streaming.wait(10)
+        r = post(server, key, {"model": "narrow-or-local", "messages": MSG, "max_tokens": 4})
+        assert r.status_code == 200 and r.json()["model"] == FP32  # the pool took it
+        assert post(server, key, {"model": "api-narrow", "messages": MSG}).status_code == 503
+    finally:
+        holder.join(10)
 
 
 def test_a_killed_upstream(gw, killable):

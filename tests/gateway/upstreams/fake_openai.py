@@ -146,9 +146,10 @@ async def embeddings(request: Request) -> Response:
         return _error(500, "fake failure 500")
     inputs = [body["input"]] if isinstance(body["input"], str) else body["input"]
     words = sum(len(t.split()) for t in inputs)
-    return JSONResponse({"object": "list", "model": body["model"], "usage": {"prompt_tokens": words, "total_tokens": words},
-                         "data": [{"object": "embedding", "index": i, "embedding": [float(len(t)), float(len(t.split())), 0.5]}
-                                  for i, t in reversed(list(enumerate(inputs)))]})  # out of order, as servers may
+    data = [{"object": "embedding", "index": i, "embedding": [float(len(t)), float(len(t.split())), 0.5]}
+            for i, t in reversed(list(enumerate(inputs)))]  # out of order, as servers may
+    return JSONResponse({"object": "list", "model": body["model"], "data": data,
+                         "usage": {"prompt_tokens": words, "total_tokens": words}})
 
 
 async def seen(request: Request) -> Response:

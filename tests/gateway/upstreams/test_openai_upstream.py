@@ -16,7 +16,8 @@ import pytest
 from gateway.main import create_app
 from gateway.observability.logging import JSONFormatter
 from tests.gateway.conftest import gateway_settings
-from tests.gateway.support import ADMIN_KEY, FP32, CannedBackend, LiveServer, free_port, make_tenant, migrate_and_seed, usage_rows
+from tests.gateway.support import (ADMIN_KEY, FP32, CannedBackend, LiveServer, free_port, make_tenant, migrate_and_seed,
+                                   usage_rows)
 from tests.gateway.upstreams.conftest import UPSTREAM_KEY, WRONG_KEY, UpstreamProcess, write_catalogue
 
 MSG = [{"role": "user", "content": "Say hi to me."}]  # the fake counts 4 words + 3 = 7 prompt tokens
@@ -204,7 +205,8 @@ def test_tools_pass_through_natively_and_come_back_as_tool_calls(gw, fake_openai
 def test_a_tool_result_turn_reaches_the_upstream_as_sent(gw, fake_openai):
     server, url, _ = gw
     _, key = make_tenant(url)
-    call = {"id": "call_fake1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    call = {"id": "call_fake1", "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
     messages = [*MSG, {"role": "assistant", "content": None, "tool_calls": [call]},
                 {"role": "tool", "tool_call_id": "call_fake1", "content": "Sunny, 21 C"}]
     r = post(server, key, {"model": "api-chat@plain", "messages": messages, "tools": TOOLS, "max_tokens": 2,
@@ -389,7 +391,8 @@ def test_the_responses_api_serves_upstream_versions(gw):
 def test_models_lists_local_and_upstream_models(gw):
     server, url, _ = gw
     _, key = make_tenant(url)
-    ids = {m["id"] for m in httpx.get(f"{server.url}/v1/models", headers={"Authorization": f"Bearer {key}"}).json()["data"]}
+    listed = httpx.get(f"{server.url}/v1/models", headers={"Authorization": f"Bearer {key}"}).json()["data"]
+    ids = {m["id"] for m in listed}
     assert {"smollm2-135m-instruct", "api-chat", "api-dead", "burst", "api-embed"} <= ids
 
 

@@ -128,4 +128,5 @@ def test_a_new_base_url_applies_at_once_and_resets_the_circuit(gw, upstream):
 def test_admin_only(gw):
     server, url, _ = gw
     _, key = make_tenant(url)
-    assert httpx.get(f"{server.url}/admin/upstreams", headers={"Authorization": f"Bearer {key}"}).status_code in (401, 403)
+    tenant = {"Authorization": f"Bearer {key}"}
+    assert httpx.get(f"{server.url}/admin/upstreams", headers=tenant).status_code in (401, 403)

@@ -23,6 +23,7 @@ from gateway.billing.period import Period
 from gateway.db.types import MONEY_QUANTUM
 from gateway.economics.apportion import apportion
 from gateway.economics.costs import CostPoint, ProviderPrice
+from gateway.economics.what_if import alternatives
 from gateway.schemas.economics import (EconomicsReport, EconomicsTotals, ModelEconomics, TenantEconomics,
                                        VersionEconomics)
 
@@ -191,6 +192,7 @@ def _model_line(model: str, lines: list[VersionEconomics]) -> ModelEconomics:
     generated = sum(line.completion_tokens for line in lines if line.version is not None)
     cost, revenue = total("cost"), total("revenue")
     provided = [line.provider_cost for line in lines if line.provider_cost is not None]
+    what_if, crossovers = alternatives(lines, money)
     return ModelEconomics(
         model=model, requests=sum(line.requests for line in lines),
         prompt_tokens=sum(line.prompt_tokens for line in lines),
@@ -199,7 +201,8 @@ def _model_line(model: str, lines: list[VersionEconomics]) -> ModelEconomics:
         attributed_cost=total("attributed_cost"), idle_cost=total("idle_cost"), cost=cost,
         cost_per_million_output_tokens=money(cost * MILLION / generated) if generated else None,
         margin=revenue - cost, margin_ratio=_ratio(revenue - cost, revenue),
-        provider_cost=sum(provided, ZERO) if provided else None, versions=lines)
+        provider_cost=sum(provided, ZERO) if provided else None, versions=lines, what_if=what_if,
+        crossovers=crossovers)
 
 
 def build_report(usage: list[UsageSlice], replicas: list[ReplicaSlice], current: dict[str, CostPoint], *,

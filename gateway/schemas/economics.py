@@ -71,6 +71,24 @@ class VersionEconomics(BaseModel):
     provider_cost: Money | None = None
 
 
+class AlternativeCost(BaseModel):
+    """What the model's month of tokens would have cost served entirely by one of its versions
+    (gateway/economics/what_if.py); cost None: that version has no price or throughput to go by."""
+
+    version: str
+    cost_basis: str
+    cost: Money | None
+
+
+class Crossover(BaseModel):
+    """Above output_tokens_per_month, one replica of pool_version kept up all month costs less than
+    upstream_version's provider prices; None: never at the chosen utilisation."""
+
+    pool_version: str
+    upstream_version: str
+    output_tokens_per_month: Number | None
+
+
 class ModelEconomics(BaseModel):
     model: str
     requests: int
@@ -87,6 +105,8 @@ class ModelEconomics(BaseModel):
     margin_ratio: Number | None
     provider_cost: Money | None = None  # what its upstream versions' tokens cost at the providers' prices
     versions: list[VersionEconomics]
+    what_if: list[AlternativeCost] = []  # self-host vs API: the same tokens on each version
+    crossovers: list[Crossover] = []  # pool vs upstream: the monthly volume where the pool becomes cheaper
 
 
 class TenantEconomics(BaseModel):

@@ -8,6 +8,7 @@ What it does is chosen by the model id it is asked for:
     nousage     as echo, but never reports usage
     tools       calls get_weather({"city": "Paris"}) in three argument fragments (first delta carries id and name)
     slow-first  sleeps 3 s before its first chunk (headers sent at once)
+    slow        up to 20 tokens, 0.3 s apart
     silent      accepts the connection, never sends the response headers
     idle        two tokens, then only keep-alive comments
     cut         two tokens, then drops the connection (no finish, no [DONE])
@@ -79,7 +80,8 @@ async def _generate(request: Request, chat: bool):
         return _error(status, f"fake failure {status}", {"Retry-After": "7"} if status == 429 else None)
     if model == "silent":
         await asyncio.sleep(3600)
-    n_words = min(int(body.get("max_tokens") or 6), 6)
+    most = 20 if model == "slow" else 6
+    n_words = min(int(body.get("max_tokens") or most), most)
     words = [f"tok{i} " for i in range(n_words)]
     prompt = _prompt_tokens(body)
     usage = {"prompt_tokens": prompt, "completion_tokens": n_words, "total_tokens": prompt + n_words}
@@ -113,6 +115,8 @@ async def _generate(request: Request, chat: bool):
             return
         for i, w in enumerate(words):
             yield _sse(_chunk(body, chat, content=w))
+            if model == "slow":
+                await asyncio.sleep(0.3)
             if model in ("idle", "cut") and i == 1:
                 if model == "cut":
                     raise ConnectionResetError("the fake upstream cuts the stream")

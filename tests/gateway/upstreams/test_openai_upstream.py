@@ -71,7 +71,7 @@ def gw(tmp_path_factory, fake_openai, killable):
             "api-chat": {"price": PRICE, "versions": versions},
             "api-dead": {"price": PRICE, "versions": {"v1": {"upstream": "dead", "model": "echo", "cost": COST}}},
             "api-killable": {"price": PRICE, "versions": {"v1": {"upstream": "killable", "model": "echo"}}},
-            "api-narrow": {"price": PRICE, "versions": {"v1": {"upstream": "narrow", "model": "idle"}}},
+            "api-narrow": {"price": PRICE, "versions": {"v1": {"upstream": "narrow", "model": "slow"}}},
         },
         "embeddings": {
             "api-embed": {"price": {"input_per_million": 0.1}, "upstream": "fake", "model": "fake-embed",
@@ -332,7 +332,7 @@ def test_an_upstream_at_max_concurrency_is_overloaded(gw):
     def hold_the_slot():
         with httpx.stream("POST", f"{server.url}/v1/chat/completions", timeout=30,
                           headers={"Authorization": f"Bearer {key}"},
-                          json={"model": "api-narrow", "messages": MSG, "stream": True}) as r:
+                          json={"model": "api-narrow", "messages": MSG, "stream": True, "max_tokens": 20}) as r:
             for line in r.iter_lines():
                 if '"tok0 "' in line:
                     streaming.set()
@@ -400,6 +400,7 @@ def test_economics_lists_upstream_models_at_their_provider_prices(gw):
     server, url, _ = gw
     tenant_id, key = make_tenant(url)
     assert post(server, key, {"model": "api-chat@plain", "messages": MSG, "max_tokens": 4}).status_code == 200
+    assert post(server, key, {"model": FP32, "messages": MSG, "max_tokens": 4}).status_code == 200
     report = httpx.get(f"{server.url}/admin/economics", headers={"Authorization": f"Bearer {ADMIN_KEY}"}).json()
     (model,) = [m for m in report["models"] if m["model"] == "api-chat"]
     (plain,) = [v for v in model["versions"] if v["version"] == "api-chat@plain"]

@@ -12,7 +12,6 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -20,15 +19,17 @@ from gateway.catalogue import Catalogue
 from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, UpstreamRefused,
                                   VersionInfo, VersionOverloaded, VersionUnavailable)
 from gateway.upstreams.assembler import UPSTREAM, ChunkAssembler
-from gateway.upstreams.breaker import BreakerConfig, CircuitBreaker
+from gateway.upstreams.breaker import BreakerConfig
 from gateway.upstreams.client import ClientPool
 from gateway.upstreams.config import UpstreamConfig
 from gateway.upstreams.protocols import PROTOCOLS
 from gateway.upstreams.protocols.base import StreamError, UpstreamProtocol
+from gateway.upstreams.refusals import refusal_of, refused_by
 from gateway.upstreams.request import endpoint_of, upstream_body
 from gateway.upstreams.secrets import scrub
 from gateway.upstreams.sse import sse_events
 from gateway.upstreams.tokens import TokenCounter, counter_for
+from gateway.upstreams.upstream import Upstream
 
 log = logging.getLogger("tollgate.upstreams")
 
@@ -43,32 +44,6 @@ class UpstreamVersion:
     upstream_model: str  # the upstream's own id: sent to it, never shown to clients
     max_model_len: int
     tokenizer: str | None
-
-
-class Upstream:
-    """One upstream's live state: its config (catalogue plus overrides), circuit breaker and load."""
-
-    def __init__(self, config: UpstreamConfig, breaker: BreakerConfig) -> None:
-        self.config, self.breaker_config = config, breaker
-        self.breaker = CircuitBreaker(breaker)
-        self.in_flight = 0
-        self.last_error: str | None = None
-
-    def status(self) -> dict:
-        """What GET /admin/upstreams shows: never the key (only whether one is set)."""
-        c = self.config
-        return {"name": c.name, "protocol": c.protocol, "base_url": shown_url(c.base_url), "timeout_s": c.timeout_s,
-                "has_api_key": bool(c.api_key), "healthy": self.breaker.state == "closed",
-                "circuit": self.breaker.state, "in_flight": self.in_flight, "last_error": self.last_error}
-
-
-def shown_url(url: str) -> str:
-    """The URL without credentials a base_url may carry (https://user:secret@host/v1)."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    return urlunsplit(parts._replace(netloc=f"{host}:{parts.port}" if parts.port else host))
 
 
 def versions_of(catalogue: Catalogue) -> dict[str, UpstreamVersion]:
@@ -167,7 +142,7 @@ class UpstreamBackend:
         def refused(message: str, status: int, **kw) -> UpstreamRefused:
             nonlocal reported
             reported = True
-            return _refused(up, message, status, **kw)
+            return refused_by(up, message, status, **kw)
 
         def broke(message: str) -> GenerationFailed:
             message = scrub(message, config.api_key)
@@ -198,7 +173,7 @@ class UpstreamBackend:
                         raw = await response.aread()
                 except (TimeoutError, httpx.HTTPError):
                     raw = b""
-                raise self._refusal(response, raw, protocol, refused, config)
+                raise refusal_of(response, raw, protocol, refused, config.api_key)
             translator = protocol.translator(model=version.upstream_model)
             prompt_estimate = counter.count_prompt(prompt=request.prompt, messages=request.messages)
             assembler = ChunkAssembler(n=request.n, prompt_tokens=prompt_estimate, counter=counter)
@@ -270,61 +245,25 @@ class UpstreamBackend:
                 async with asyncio.timeout(config.timeout_s):
                     response = await client.post("/embeddings", json=body, headers=protocol.headers(config.api_key))
             except _CONNECT_ERRORS as e:
-                raise _refused(up, f"cannot connect ({type(e).__name__})", 503) from None
+                raise refused_by(up, f"cannot connect ({type(e).__name__})", 503) from None
             except TimeoutError:
-                raise _refused(up, f"no answer within {config.timeout_s:g} s", 504) from None
+                raise refused_by(up, f"no answer within {config.timeout_s:g} s", 504) from None
             except httpx.HTTPError as e:
-                raise _refused(up, f"request failed ({type(e).__name__})", 502) from None
+                raise refused_by(up, f"request failed ({type(e).__name__})", 502) from None
             if response.status_code >= 400:
-                raise self._refusal(response, response.content, protocol,
-                                    lambda *a, **k: _refused(up, *a, **k), config)
+                raise refusal_of(response, response.content, protocol, lambda *a, **k: refused_by(up, *a, **k),
+                                 config.api_key)
             try:
                 answer = response.json()
                 rows = sorted(answer["data"], key=lambda d: d["index"])
                 vectors = [[float(x) for x in row["embedding"]] for row in rows]
                 tokens = (answer.get("usage") or {}).get("prompt_tokens")
             except (ValueError, KeyError, TypeError):
-                raise _refused(up, "malformed embeddings answer", 502) from None
+                raise refused_by(up, "malformed embeddings answer", 502) from None
             if len(vectors) != len(inputs):
-                raise _refused(up, f"{len(vectors)} embeddings for {len(inputs)} inputs", 502)
+                raise refused_by(up, f"{len(vectors)} embeddings for {len(inputs)} inputs", 502)
             up.breaker.succeeded()
             return vectors, int(tokens) if isinstance(tokens, int) else None
         finally:
             up.in_flight -= 1
-
-    @staticmethod
-    def _refusal(response: httpx.Response, raw: bytes, protocol: UpstreamProtocol, refused,
-                 config: UpstreamConfig) -> Exception:
-        status = response.status_code
-        message = scrub(protocol.error(status, raw), config.api_key)
-        retry_after = _retry_after(response.headers.get("retry-after"))
-        if status in (400, 413, 422):
-            refused(f"HTTP {status}", 400, fault=False)  # the client's request: the upstream is fine
-            return ValueError(f"The model's upstream refused the request: {message}"[:1000])
-        if status == 429:
-            return refused(f"rate limited (HTTP 429): {message}", 429, fault=False, retry_after_s=retry_after)
-        if status in (401, 403):
-            # The body may quote the key it refused: not a word of it goes further.
-            return refused(f"refused the gateway's credentials (HTTP {status})", 502)
-        if status == 404:
-            return refused("does not serve this model (HTTP 404)", 502)
-        return refused(f"HTTP {status}: {message}", 503 if status == 503 else 502, retry_after_s=retry_after)
-
-
-def _refused(up: Upstream, message: str, status: int, *, fault: bool = True,
-             retry_after_s: float | None = 1.0) -> UpstreamRefused:
-    """The upstream refused before any answer: recorded (breaker, last error, log; the key scrubbed) and raised
-    by the caller. `fault` False: the refusal says nothing bad of the upstream's health (a 429, a 400)."""
-    message = scrub(message, up.config.api_key)
-    up.last_error = message[:300]
-    (up.breaker.failed if fault else up.breaker.released)()
-    log.warning("upstream refused the request", extra={"upstream": up.config.name, "why": message[:300]})
-    return UpstreamRefused(f"upstream {up.config.name}: {message}", status=status, retry_after_s=retry_after_s)
-
-
-def _retry_after(value: str | None) -> float:
-    try:
-        return max(1.0, float(value)) if value else 1.0
-    except ValueError:
-        return 1.0
 

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from gateway.serving.base import GenerationRequest
-from gateway.upstreams.backend import shown_url
 from gateway.upstreams.protocols.openai import OpenAIProtocol
 from gateway.upstreams.request import endpoint_of, upstream_body
+from gateway.upstreams.upstream import shown_url
 
 
 def test_the_clients_body_passes_through_with_the_admitted_limit():

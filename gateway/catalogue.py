@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -51,10 +52,44 @@ class HardwareCost(_Strict):
     hardware: str = ""  # for people: "2 vCPU", "1×H100"
 
 
+class TokenCost(_Strict):
+    """What an external upstream charges the operator for a version's tokens (provider prices)."""
+
+    input_per_million: float = Field(ge=0)
+    output_per_million: float = Field(0.0, ge=0)
+
+
+class UpstreamSpec(_Strict):
+    """An external server the gateway calls for some versions (gateway/upstreams). An OpenAI-protocol
+    base_url includes /v1 (as clients write it); an Anthropic-protocol one is the host root."""
+
+    protocol: Literal["openai", "anthropic"]
+    base_url: str
+    api_key_env: str | None = None  # the environment variable holding its key (read by Settings' owner only)
+    timeout_s: float = Field(60.0, gt=0)  # the whole request, first byte to last
+    connect_timeout_s: float = Field(5.0, gt=0)  # a down upstream fails within this (no hang)
+    first_token_timeout_s: float | None = Field(None, gt=0)  # None: timeout_s
+    idle_timeout_s: float | None = Field(None, gt=0)  # between two streamed events; None: timeout_s
+    max_concurrency: int | None = Field(None, ge=1)  # beyond it a version is "overloaded" (fallbacks)
+    connect_retries: int = Field(1, ge=0)  # retried only when the connection failed (nothing was sent)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http(cls, v: str) -> str:
+        if not v.startswith(("http://", "https://")):
+            raise ValueError("base_url must start with http:// or https://")
+        return v.rstrip("/")
+
+
 class VersionSpec(_Strict):
     engine: dict = Field(default_factory=dict)  # EngineConfig overrides
     replicas: Replicas = Replicas()
-    cost: HardwareCost | None = None  # None: its serving cost is unknown (economics shows it unpriced)
+    # Pool versions: replica-hours; upstream versions: the provider's token prices. None: unknown (unpriced).
+    cost: HardwareCost | TokenCost | None = None
+    upstream: str | None = None  # an `upstreams:` name: this version is served there, not by the pool
+    model: str | None = None  # the upstream's own model id (never shown to clients)
+    max_model_len: int = Field(32_768, ge=1)  # upstream versions: the context the gateway admits against
+    tokenizer: str | None = None  # upstream versions: a local model whose tokenizer estimates tokens
 
     @model_validator(mode="after")
     def _gpu_needs_gpus(self) -> "VersionSpec":
@@ -63,9 +98,29 @@ class VersionSpec(_Strict):
             raise ValueError("engine.device is cuda: replicas.num_gpus must ask Ray for a GPU")
         return self
 
+    @model_validator(mode="after")
+    def _upstream_or_pool(self) -> "VersionSpec":
+        if self.upstream is None:
+            if self.model is not None:
+                raise ValueError("model names an upstream's model id: set upstream too")
+            if isinstance(self.cost, TokenCost):
+                raise ValueError("cost: a pool version costs per_replica_hour")
+            return self
+        if not self.model:
+            raise ValueError(f"an upstream version needs model: the id {self.upstream!r} knows it by")
+        if self.engine or "replicas" in self.model_fields_set:
+            raise ValueError("an upstream version takes no engine: or replicas:")
+        if isinstance(self.cost, HardwareCost):
+            raise ValueError("cost: an upstream version costs input_per_million/output_per_million")
+        return self
+
+    @property
+    def is_upstream(self) -> bool:
+        return self.upstream is not None
+
 
 class ModelSpec(_Strict):
-    weights: str
+    weights: str | None = None  # None only when every version is an upstream's
     price: Price
     versions: dict[str, VersionSpec]
 
@@ -78,9 +133,24 @@ class ModelSpec(_Strict):
             raise ValueError("version names must not contain '@'")
         return v
 
+    @model_validator(mode="after")
+    def _weights_for_pool(self) -> "ModelSpec":
+        if self.weights is None and any(not v.is_upstream for v in self.versions.values()):
+            raise ValueError("weights: required when a version runs in the pool")
+        return self
+
 
 class EmbeddingSpec(_Strict):
     price: Price
+    upstream: str | None = None  # an OpenAI-protocol upstream serves it (POST {base_url}/embeddings); None: local
+    model: str | None = None  # the upstream's model id
+    cost: TokenCost | None = None  # the provider's price (input_per_million)
+
+    @model_validator(mode="after")
+    def _upstream_model(self) -> "EmbeddingSpec":
+        if (self.upstream is None) != (self.model is None):
+            raise ValueError("an upstream embedding model needs both upstream and model")
+        return self
 
 
 class AliasSpec(_Strict):
@@ -122,12 +192,24 @@ class RoutingSpec(_Strict):
 
 class Catalogue(_Strict):
     models: dict[str, ModelSpec]
+    upstreams: dict[str, UpstreamSpec] = Field(default_factory=dict)
     embeddings: dict[str, EmbeddingSpec] = Field(default_factory=dict)
     aliases: dict[str, AliasSpec] = Field(default_factory=dict)
     routing: RoutingSpec = RoutingSpec()
 
     @model_validator(mode="after")
     def _references(self) -> "Catalogue":
+        for name, _, spec in self._versions():
+            if spec.upstream is not None and spec.upstream not in self.upstreams:
+                raise ValueError(f"models.{name.replace('@', '.versions.')}.upstream: unknown upstream "
+                                 f"{spec.upstream!r}")
+        for name, spec in self.embeddings.items():
+            if spec.upstream is not None:
+                up = self.upstreams.get(spec.upstream)
+                if up is None:
+                    raise ValueError(f"embeddings.{name}.upstream: unknown upstream {spec.upstream!r}")
+                if up.protocol != "openai":
+                    raise ValueError(f"embeddings.{name}.upstream: only an openai-protocol upstream serves embeddings")
         known = set(self.version_names())
         names = known | set(self.models) | set(self.aliases)
         for alias, spec in self.aliases.items():
@@ -148,6 +230,18 @@ class Catalogue(_Strict):
 
     def version_names(self) -> list[str]:
         return [f"{m}@{v}" for m, spec in self.models.items() for v in spec.versions]
+
+    def _versions(self):
+        for m, spec in self.models.items():
+            for v, version in spec.versions.items():
+                yield f"{m}@{v}", spec, version
+
+    def pool_version_names(self) -> list[str]:
+        """The versions the pool serves (Ray apps, in-process engines): upstream versions left out."""
+        return [name for name, _, v in self._versions() if not v.is_upstream]
+
+    def upstream_version_names(self) -> list[str]:
+        return [name for name, _, v in self._versions() if v.is_upstream]
 
     def version(self, name: str) -> tuple[str, ModelSpec, VersionSpec]:
         model, _, ver = name.partition("@")

@@ -4,6 +4,7 @@ Routes reach them through `request.app.state.services` (ServicesDep)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import logging
 import time
 from dataclasses import dataclass, field
@@ -42,7 +43,11 @@ from gateway.security.authenticator import KeyAuthenticator
 from gateway.security.cache_salt import CacheSalter
 from gateway.security.metrics_token import ensure_metrics_token
 from gateway.serving.base import ModelBackend, VersionInfo
+from gateway.serving.composite import with_upstreams
 from gateway.serving.factory import build_backend
+from gateway.security.secret_box import SecretBox
+from gateway.upstreams.backend import UpstreamBackend
+from gateway.upstreams.live import LiveUpstreams
 from gateway.settings import Settings
 
 log = logging.getLogger("tollgate.services")
@@ -116,6 +121,7 @@ class Services:
     prompts: PromptService | None = None  # stored prompts a chat request may name (gateway/prompts)
     alerts: Alerts | None = None  # signed webhooks (gateway.alerts): the outbox hooks and the delivery worker
     guardrails: GuardrailStore | None = None  # tenants' guardrail rules (gateway.guardrails); None: none apply
+    upstreams: LiveUpstreams | None = None  # external upstreams (gateway/upstreams) when the catalogue names any
     started_at: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
@@ -131,6 +137,11 @@ class Services:
         storage: Storage = _limits_storage(settings)
         admin_key = ensure_admin_key(settings)[0]
         backend = backend if backend is not None else build_backend(settings, catalogue)
+        # Keys come from the environment variables the catalogue names (api_key_env), read here once.
+        external = UpstreamBackend(catalogue, environ=os.environ) if catalogue.upstreams else None
+        backend = with_upstreams(backend, external)
+        upstreams = None if external is None else LiveUpstreams(database, external,
+                                                                SecretBox(settings.secret_key or admin_key))
         alerts = Alerts(database, alerts_config(settings), deliver=settings.alerts_worker_enabled,
                         health=backend.health, pool=str(getattr(backend, "replica_pool", "")))
         ledger = Ledger(database, prices, settings.currency, spool=Spool(SpoolConfig(
@@ -153,6 +164,7 @@ class Services:
             embedder=embedder,
             events=build_event_bus(settings),
             guardrails=GuardrailStore(database),
+            upstreams=upstreams,
         )
 
     async def start(self) -> None:
@@ -171,6 +183,8 @@ class Services:
             await self._unwind()
             raise
         try:
+            if self.upstreams is not None:
+                await self.upstreams.load_all()  # operators' live changes over the catalogue's upstreams
             await self._start_cache()
         except BaseException:
             try:
@@ -189,7 +203,7 @@ class Services:
         """Tell the other replicas of this one's route changes (automatic rollbacks too) and apply
         theirs here. Never fails start-up: without Redis the bus keeps trying (gateway.events)."""
         self.router.listen(lambda alias: self.events.publish(RouteChanged(alias)))
-        await self.events.start(ReplicaHandlers(self.router, self.authenticator, self.cache))
+        await self.events.start(ReplicaHandlers(self.router, self.authenticator, self.cache, self.upstreams))
 
     async def _start_recorder(self) -> None:
         """Replica-minutes per version (gateway.economics.recorder); never fails start-up: a failed sample is

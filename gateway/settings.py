@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     # reuses, nor learns of, another tenant's cached prompt blocks. Off only for single-tenant use.
     prefix_cache_isolation: bool = True
     cache_salt_secret: str = ""  # "" -> derived from the admin key (the same on every replica)
+    # Encrypts secrets stored in the database (upstream keys; gateway.security.secret_box), TOLLGATE_SECRET_KEY.
+    # "" -> derived from the admin key (the same on every replica).
+    secret_key: str = ""
     # Tenant API (gateway.api.v1, gateway.limits).
     default_max_tokens: int = 512  # when a chat request sets no max_tokens (bounds its reservation)
     limit_strategy: str = "sliding"  # "fixed" | "sliding": how RPM/TPM windows are counted

@@ -60,6 +60,7 @@ class UsageRecord:
     created_at: datetime = field(default_factory=utcnow)
     kind: str = "interactive"  # | "batch": a Batch API line, costed at the model's batch discount
     prompt_version: str | None = None  # "name:N" when a stored prompt built the request (gateway/prompts)
+    metered_by: str | None = None  # upstream versions: "upstream" (its reported usage) | "gateway" (counted here)
 
 
 def record_to_json(rec: UsageRecord) -> dict:

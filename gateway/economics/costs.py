@@ -50,6 +50,17 @@ class CostHistory:
         return [(a, b, self.at(version, a)) for a, b in zip(bounds, bounds[1:])]
 
 
+@dataclass(frozen=True, slots=True)
+class ProviderPrice:
+    """What an external upstream charges the operator for a version's tokens (the catalogue's `cost:`)."""
+
+    input_per_million: Decimal
+    output_per_million: Decimal
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> Decimal:
+        return (self.input_per_million * prompt_tokens + self.output_per_million * completion_tokens) / 1_000_000
+
+
 def _dec(value: float) -> Decimal:
     return Decimal(str(value))  # 0.085 -> Decimal("0.085"), not the float's binary expansion
 
@@ -61,7 +72,7 @@ def seed_version_costs_from_catalogue(session: Session, catalogue: Catalogue, *,
     `version_cost.set` row of the audit log, in the same transaction as the price."""
     have = costed_versions(session)
     seeded = []
-    for name in catalogue.version_names():
+    for name in catalogue.pool_version_names():  # upstream versions cost per token (provider prices)
         cost = catalogue.version(name)[2].cost
         if cost is None or name in have:
             continue
@@ -70,3 +81,13 @@ def seed_version_costs_from_catalogue(session: Session, catalogue: Catalogue, *,
                          audit=auditor.on_write("version_cost.set") if auditor is not None else None)
         seeded.append(name)
     return seeded
+
+
+def provider_prices(catalogue: Catalogue) -> dict[str, ProviderPrice]:
+    """The upstream versions' token prices (catalogue `cost: {input_per_million, output_per_million}`)."""
+    out = {}
+    for name in catalogue.upstream_version_names():
+        cost = catalogue.version(name)[2].cost
+        if cost is not None:
+            out[name] = ProviderPrice(_dec(cost.input_per_million), _dec(cost.output_per_million))
+    return out

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from gateway.billing.period import Period
 from gateway.crud.replica_minutes import recorded_versions, replica_minutes
 from gateway.db.models.usage import Usage
-from gateway.economics.costs import CostHistory
+from gateway.economics.costs import CostHistory, ProviderPrice
 from gateway.economics.report import ReplicaSlice, ReportOptions, UsageSlice, build_report
 from gateway.schemas.economics import EconomicsReport
 
@@ -58,7 +58,8 @@ def replica_slices(session: Session, period: Period, history: CostHistory) -> li
 
 
 def economics_report(session: Session, *, period: Period, month: str | None,
-                     options: ReportOptions, party: str = "tenant") -> EconomicsReport:
+                     options: ReportOptions, party: str = "tenant",
+                     providers: dict[str, ProviderPrice] | None = None) -> EconomicsReport:
     """With party="prompt_version", `tenants` lists prompt versions ("" for requests without one) carrying
     the costs their requests caused, apportioned exactly as tenants' are."""
     history = CostHistory.load(session)
@@ -67,4 +68,4 @@ def economics_report(session: Session, *, period: Period, month: str | None,
     versions = {s.version for s in usage if s.version} | {r.version for r in replicas}
     at = period.end - timedelta(microseconds=1)  # the last instant of the period
     current = {v: p for v in versions if (p := history.at(v, at)) is not None}
-    return build_report(usage, replicas, current, period=period, month=month, options=options)
+    return build_report(usage, replicas, current, period=period, month=month, options=options, providers=providers)

@@ -22,7 +22,8 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from gateway.billing.period import Period
 from gateway.db.types import MONEY_QUANTUM
 from gateway.economics.apportion import apportion
-from gateway.economics.costs import CostPoint
+from gateway.economics.costs import CostPoint, ProviderPrice
+from gateway.economics.what_if import alternatives
 from gateway.schemas.economics import (EconomicsReport, EconomicsTotals, ModelEconomics, TenantEconomics,
                                        VersionEconomics)
 
@@ -91,6 +92,7 @@ class _Version:
     replica_minutes: int = 0
     serving: Decimal = ZERO  # unrounded
     attributed: Decimal = ZERO  # unrounded
+    provider: ProviderPrice | None = None  # an upstream version: its tokens cost the provider's prices
     tenants: dict[str, _Tenant] = field(default_factory=lambda: defaultdict(_Tenant))
 
 
@@ -102,16 +104,19 @@ def _ratio(a: Decimal, b: Decimal) -> Decimal | None:
     return (a / b).quantize(RATIO, rounding=ROUND_HALF_EVEN) if b else None
 
 
-def _collect(usage: list[UsageSlice], replicas: list[ReplicaSlice]) -> dict[tuple[str, str | None], _Version]:
+def _collect(usage: list[UsageSlice], replicas: list[ReplicaSlice],
+             providers: dict[str, ProviderPrice]) -> dict[tuple[str, str | None], _Version]:
     versions: dict[tuple[str, str | None], _Version] = {}
 
     def acc(model: str, version: str | None) -> _Version:
-        return versions.setdefault((model, version), _Version(model, version))
+        return versions.setdefault((model, version), _Version(model, version, provider=providers.get(version or "")))
 
     for s in usage:
         v = acc(s.model, s.version)
         ms = Decimal(repr(s.engine_ms))
         attributed = ms / MS_PER_HOUR * (s.per_replica_hour or ZERO) if s.version is not None else ZERO
+        if v.provider is not None:  # an upstream version: no replicas, every token at the provider's price
+            attributed = v.provider.cost(s.prompt_tokens, s.completion_tokens)
         v.requests += s.requests
         v.prompt_tokens += s.prompt_tokens
         v.completion_tokens += s.completion_tokens
@@ -163,6 +168,7 @@ def _version_line(v: _Version, s: _Shares, point: CostPoint | None, options: Rep
     if price is not None and throughput:
         break_even = money(price * MILLION / (throughput * 3600 * options.utilisation))
     margin = v.revenue - s.cost
+    provider = v.provider
     return VersionEconomics(
         version=v.version, hardware=point.hardware if point is not None else None, per_replica_hour=price,
         requests=v.requests, prompt_tokens=v.prompt_tokens, completion_tokens=v.completion_tokens,
@@ -172,7 +178,11 @@ def _version_line(v: _Version, s: _Shares, point: CostPoint | None, options: Rep
         cost_per_million_output_tokens=money(s.cost * MILLION / v.completion_tokens) if v.completion_tokens else None,
         margin=margin, margin_ratio=_ratio(margin, v.revenue),
         throughput=throughput.quantize(RATE) if throughput is not None else None,
-        break_even_per_million_output_tokens=break_even)
+        break_even_per_million_output_tokens=break_even,
+        cost_basis="provider_prices" if provider is not None else "replica_hours",
+        provider_input_per_million=provider.input_per_million if provider is not None else None,
+        provider_output_per_million=provider.output_per_million if provider is not None else None,
+        provider_cost=s.attributed if provider is not None else None)
 
 
 def _model_line(model: str, lines: list[VersionEconomics]) -> ModelEconomics:
@@ -181,6 +191,8 @@ def _model_line(model: str, lines: list[VersionEconomics]) -> ModelEconomics:
 
     generated = sum(line.completion_tokens for line in lines if line.version is not None)
     cost, revenue = total("cost"), total("revenue")
+    provided = [line.provider_cost for line in lines if line.provider_cost is not None]
+    what_if, crossovers = alternatives(lines, money)
     return ModelEconomics(
         model=model, requests=sum(line.requests for line in lines),
         prompt_tokens=sum(line.prompt_tokens for line in lines),
@@ -189,13 +201,16 @@ def _model_line(model: str, lines: list[VersionEconomics]) -> ModelEconomics:
         attributed_cost=total("attributed_cost"), idle_cost=total("idle_cost"), cost=cost,
         cost_per_million_output_tokens=money(cost * MILLION / generated) if generated else None,
         margin=revenue - cost, margin_ratio=_ratio(revenue - cost, revenue),
-        versions=lines)
+        provider_cost=sum(provided, ZERO) if provided else None, versions=lines, what_if=what_if,
+        crossovers=crossovers)
 
 
 def build_report(usage: list[UsageSlice], replicas: list[ReplicaSlice], current: dict[str, CostPoint], *,
-                 period: Period, month: str | None, options: ReportOptions) -> EconomicsReport:
-    """`current`: each version's price at the end of the period (break-even and what is shown)."""
-    versions = _collect(usage, replicas)
+                 period: Period, month: str | None, options: ReportOptions,
+                 providers: dict[str, ProviderPrice] | None = None) -> EconomicsReport:
+    """`current`: each version's price at the end of the period (break-even and what is shown); `providers`:
+    the upstream versions' token prices (their cost is their tokens at those prices, not replica-hours)."""
+    versions = _collect(usage, replicas, providers or {})
     by_model: dict[str, list[VersionEconomics]] = defaultdict(list)
     tenants: dict[str, TenantEconomics] = {}
     unallocated = ZERO

@@ -30,14 +30,20 @@ class KeyRevoked:
 
 
 @dataclass(frozen=True, slots=True)
+class UpstreamChanged:
+    name: str  # its override was written (PUT /admin/upstreams/{name})
+
+
+@dataclass(frozen=True, slots=True)
 class Resync:
     """Rebuild everything from the database: sent when events were dropped (a full outbox)."""
 
 
-Event = RouteChanged | CacheInvalidated | TenantChanged | KeyRevoked | Resync
+Event = RouteChanged | CacheInvalidated | TenantChanged | KeyRevoked | UpstreamChanged | Resync
 
 KINDS: dict[str, type] = {"route_changed": RouteChanged, "cache_invalidated": CacheInvalidated,
-                          "tenant_changed": TenantChanged, "key_revoked": KeyRevoked, "resync": Resync}
+                          "tenant_changed": TenantChanged, "key_revoked": KeyRevoked, "resync": Resync,
+                          "upstream_changed": UpstreamChanged}
 _KIND_OF = {cls: kind for kind, cls in KINDS.items()}
 
 

@@ -4,19 +4,22 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from gateway.events.events import CacheInvalidated, Event, KeyRevoked, RouteChanged, TenantChanged
+from gateway.events.events import CacheInvalidated, Event, KeyRevoked, RouteChanged, TenantChanged, UpstreamChanged
 from gateway.routing.router import Router
 from gateway.security.authenticator import KeyAuthenticator
 
 
 class ReplicaHandlers:
-    """The gateway's Applier (gateway.events.bus). `cache` is the SemanticCache, when enabled."""
+    """The gateway's Applier (gateway.events.bus). `cache` is the SemanticCache, when enabled; `upstreams` the
+    LiveUpstreams (gateway.upstreams.live), when the catalogue names upstreams."""
 
-    def __init__(self, router: Router, authenticator: KeyAuthenticator, cache=None) -> None:
+    def __init__(self, router: Router, authenticator: KeyAuthenticator, cache=None, upstreams=None) -> None:
         self._router, self._authenticator, self._cache = router, authenticator, cache
+        self._upstreams = upstreams
         self._handlers: dict[type, Callable[[Event], Awaitable[None]]] = {
             RouteChanged: self._route_changed, CacheInvalidated: self._cache_invalidated,
-            TenantChanged: self._tenant_changed, KeyRevoked: self._key_revoked}
+            TenantChanged: self._tenant_changed, KeyRevoked: self._key_revoked,
+            UpstreamChanged: self._upstream_changed}
 
     async def apply(self, event: Event) -> None:
         await self._handlers[type(event)](event)
@@ -29,6 +32,8 @@ class ReplicaHandlers:
         self._authenticator.clear()
         if self._cache is not None:
             await self._cache.forget_deleted()
+        if self._upstreams is not None:
+            await self._upstreams.load_all()
 
     async def _route_changed(self, event: RouteChanged) -> None:
         await asyncio.to_thread(self._router.reload, event.alias)  # a database read
@@ -47,3 +52,7 @@ class ReplicaHandlers:
 
     async def _key_revoked(self, event: KeyRevoked) -> None:
         self._authenticator.invalidate_key(event.key_id)
+
+    async def _upstream_changed(self, event: UpstreamChanged) -> None:
+        if self._upstreams is not None:
+            await self._upstreams.reload(event.name)  # a database read; resets its health and circuit

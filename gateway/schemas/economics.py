@@ -63,6 +63,30 @@ class VersionEconomics(BaseModel):
     margin_ratio: Number | None  # margin / revenue
     throughput: Number | None  # output tokens per busy second (measured, or the `throughput` parameter)
     break_even_per_million_output_tokens: Money | None  # at `throughput` and the chosen utilisation
+    # "replica_hours" (the pool) | "provider_prices" (an external upstream: cost = its tokens at the provider's
+    # prices, which attributed_cost and cost then are; no replicas, no idle cost)
+    cost_basis: str = "replica_hours"
+    provider_input_per_million: Money | None = None
+    provider_output_per_million: Money | None = None
+    provider_cost: Money | None = None
+
+
+class AlternativeCost(BaseModel):
+    """What the model's month of tokens would have cost served entirely by one of its versions
+    (gateway/economics/what_if.py); cost None: that version has no price or throughput to go by."""
+
+    version: str
+    cost_basis: str
+    cost: Money | None
+
+
+class Crossover(BaseModel):
+    """Above output_tokens_per_month, one replica of pool_version kept up all month costs less than
+    upstream_version's provider prices; None: never at the chosen utilisation."""
+
+    pool_version: str
+    upstream_version: str
+    output_tokens_per_month: Number | None
 
 
 class ModelEconomics(BaseModel):
@@ -79,7 +103,10 @@ class ModelEconomics(BaseModel):
     cost_per_million_output_tokens: Money | None  # over the tokens its engines generated
     margin: Money
     margin_ratio: Number | None
+    provider_cost: Money | None = None  # what its upstream versions' tokens cost at the providers' prices
     versions: list[VersionEconomics]
+    what_if: list[AlternativeCost] = []  # self-host vs API: the same tokens on each version
+    crossovers: list[Crossover] = []  # pool vs upstream: the monthly volume where the pool becomes cheaper
 
 
 class TenantEconomics(BaseModel):

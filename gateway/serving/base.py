@@ -27,6 +27,15 @@ class TenantQueueFull(BackendError):
     Retry-After, and no fallback (another version would only take the same flood)."""
 
 
+class UpstreamRefused(VersionUnavailable):
+    """An external upstream refused or could not take the request before any token (429, 5xx, refused
+    connection, a silent first token): try a fallback, else answer `status` with Retry-After."""
+
+    def __init__(self, message: str, *, status: int, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.status, self.retry_after_s = status, retry_after_s
+
+
 class GenerationFailed(Exception):
     """The generation broke after it started (replica died mid-stream)."""
 
@@ -36,6 +45,7 @@ class VersionInfo:
     name: str  # "smollm2-135m-instruct@fp32"
     model: str  # "smollm2-135m-instruct": the priced, public model
     max_model_len: int
+    upstream: str | None = None  # the external upstream serving it (gateway/upstreams); None: the pool
 
 
 @dataclass(slots=True)
@@ -75,6 +85,9 @@ class GenerationRequest:
     # Opaque, per tenant: the engine's prefix cache reuses blocks only between requests with the
     # same salt (past any operator-declared public prefix). Never the tenant's identity.
     cache_salt: str | None = None
+    # Upstream versions only: the client's own request body (OpenAI's shape), passed through natively (tools,
+    # response_format, logprobs...); the fields above still say what the gateway admitted (max_tokens).
+    upstream_body: dict | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -94,6 +107,9 @@ class CompletionDelta:
     finish_reason: str | None = None  # set on this completion's last delta
     logprobs: list[TokenLogprob] | None = None  # aligned with token_ids, when asked for
     cumulative_logprob: float | None = None  # running sum (not a delta): best_of picks by it
+    # An upstream's native tool-call deltas (OpenAI's chunk shape: index, id, type, function{name, arguments}),
+    # carried through as-is; pool versions' calls are parsed from the text instead (gateway/tools).
+    tool_calls: list[dict] | None = None
 
 
 @dataclass(slots=True)
@@ -108,6 +124,10 @@ class GenerationChunk:
     # Cumulative metered engine time of the request (workers/engine/step_meter.py); None: the replica does not
     # meter (an older replica).
     engine_ms: float | None = None
+    # Who counted the tokens: None for the pool's engine; "upstream" (its reported usage) or "gateway" (counted
+    # here with a tokenizer, the upstream reporting none) for upstream versions. Counts may change until the
+    # last chunk, which carries the final ones.
+    metered_by: str | None = None
 
     @classmethod
     def from_wire(cls, raw: dict) -> GenerationChunk:

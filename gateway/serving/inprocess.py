@@ -20,7 +20,7 @@ class InProcessBackend:
 
     def __init__(self, catalogue: Catalogue, engine_overrides: dict | None = None, *,
                  versions: list[str] | None = None) -> None:
-        names = versions if versions is not None else catalogue.version_names()
+        names = versions if versions is not None else catalogue.pool_version_names()
         self._configs: dict[str, EngineConfig] = {}
         self._models: dict[str, str] = {}
         for name in names:

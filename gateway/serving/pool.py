@@ -23,7 +23,7 @@ def versions_from_catalogue(catalogue: Catalogue, *, engine_overrides: dict | No
     """A VersionServeConfig per catalogue version (or the named ones). `engine_overrides` and
     `serve_overrides` (VersionServeConfig fields) let tests and small machines shrink the pool."""
     out = []
-    for name in versions if versions is not None else catalogue.version_names():
+    for name in versions if versions is not None else catalogue.pool_version_names():
         _, model, spec = catalogue.version(name)
         r = spec.replicas
         engine = {"model": model.weights, **spec.engine, **(engine_overrides or {})}

@@ -15,6 +15,7 @@ from gateway.billing.period import Month
 from gateway.crud.version_costs import cost_in_effect, list_version_costs, set_version_cost
 from gateway.db.models.version_cost import VersionCost
 from gateway.db.types import utcnow
+from gateway.economics.costs import provider_prices
 from gateway.economics.csv_export import economics_csv
 from gateway.economics.query import economics_report
 from gateway.economics.report import DEFAULT_UTILISATION, ReportOptions
@@ -87,7 +88,8 @@ def _report(month: Month, services, session, utilisation: str | None, throughput
         raise invalid_request(f"throughput must be in (0, {MAX_THROUGHPUT}], got {throughput}", param="throughput")
     options = ReportOptions(currency=services.settings.currency,
                             utilisation=DEFAULT_UTILISATION if u is None else u, throughput=t)
-    return economics_report(session, period=month.period, month=str(month), options=options, party=party)
+    return economics_report(session, period=month.period, month=str(month), options=options, party=party,
+                            providers=provider_prices(services.catalogue))
 
 
 def _by_prompt_version(report: EconomicsReport, tenants: EconomicsReport) -> JSONResponse:

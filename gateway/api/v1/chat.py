@@ -12,7 +12,7 @@ from gateway.api.v1.logprobs import chat_logprobs
 from gateway.api.v1.tool_calls import StreamedCalls, offered_names, whole
 from gateway.api.v1.headers import PinHeader, SessionHeader
 from gateway.api.v1.pipeline.admit import admit
-from gateway.api.v1.pipeline.job import Job
+from gateway.api.v1.pipeline.job import Job, client_body
 from gateway.api.v1.pipeline.choices import Choice
 from gateway.api.v1.pipeline.guard import admitted, screen_input
 from gateway.api.v1.pipeline.respond import respond, response_id, status_of
@@ -22,7 +22,7 @@ from gateway.cache import CacheLookup
 from gateway.serving.base import CompletionDelta
 from gateway.services import AppServices, Services
 from gateway.schemas.openai import (AssistantMessage, ChatChoice, ChatCompletion, ChatCompletionChunk,
-                                    ChatCompletionRequest, ChunkChoice, Delta, Usage)
+                                    ChatCompletionRequest, ChunkChoice, Delta, ToolCall, ToolCallDelta, Usage)
 
 router = APIRouter()
 
@@ -30,7 +30,10 @@ router = APIRouter()
 class ChatFormat:
     def __init__(self, run: Run) -> None:
         self.run, self.id, self.created = run, response_id(run, "chatcmpl"), int(time.time())
-        self.names = offered_names(run.job.tools)  # functions whose calls the answer is parsed for
+        # An upstream version calls tools natively (its calls come as they are); a pool version's text is parsed.
+        info = run.svc.loaded_versions().get(run.version) if run.version else None
+        self.native = info is not None and info.upstream is not None
+        self.names = () if self.native else offered_names(run.job.tools)  # functions the answer is parsed for
         self.streamed = StreamedCalls(self.names)
 
     def _chunk(self, choices: list[ChunkChoice], usage=None) -> ChatCompletionChunk:
@@ -49,6 +52,8 @@ class ChatFormat:
 
     def _choice_delta(self, d: CompletionDelta) -> ChunkChoice:
         text, calls, finish_reason = self.streamed.step(d.index, d.text, d.finish_reason)
+        if d.tool_calls:
+            calls = [ToolCallDelta.model_validate(c) for c in d.tool_calls]
         return ChunkChoice(index=d.index, delta=Delta(content=text or None, tool_calls=calls),
                            finish_reason=finish_reason, logprobs=chat_logprobs(d.logprobs, self._texts))
 
@@ -61,6 +66,9 @@ class ChatFormat:
 
     def _choice(self, c: Choice) -> ChatChoice:
         content, calls, finish_reason = whole(c.text, c.finish_reason, self.names)
+        if c.tool_calls:
+            content = c.text or None
+            calls = [ToolCall.model_validate({k: v for k, v in call.items() if k != "index"}) for call in c.tool_calls]
         return ChatChoice(index=c.index, message=AssistantMessage(content=content, tool_calls=calls),
                           finish_reason=finish_reason, logprobs=chat_logprobs(c.logprobs, self._texts))
 
@@ -83,6 +91,7 @@ async def answer_chat(services: Services, principal, job: Job, body: ChatComplet
     """The whole chat pipeline for one request, HTTP or a Batch API line (`request` None: no client to
     watch for a disconnect). `prompt_version` ("name:N"): the stored prompt it was built from."""
     job, body, guardrails = await screen_input(services, principal, job, body)  # redacted before all else
+    job.body = client_body(body)  # what an upstream version is sent (tools and all, natively)
     run = await admit(services, principal, request_id, job, pin=pin, session=session)
     run.prompt_version = prompt_version
     admitted(run, guardrails)

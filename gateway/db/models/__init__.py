@@ -11,6 +11,7 @@ from gateway.db.models.replica_minute import ReplicaMinute
 from gateway.db.models.response import StoredResponse
 from gateway.db.models.route_rules import RouteRules
 from gateway.db.models.tenant import Tenant
+from gateway.db.models.upstream_override import UpstreamOverride
 from gateway.db.models.usage import Usage
 from gateway.db.models.version_cost import VersionCost
 from gateway.db.models.webhook import Webhook
@@ -18,4 +19,4 @@ from gateway.db.models.webhook_delivery import WebhookDelivery
 
 __all__ = ["AlertMark", "ApiKey", "Batch", "BatchFile", "BatchLine", "Price", "Prompt", "PromptLabel",
            "PromptLabelMove", "PromptVersionRow", "ReplicaMinute", "RouteRules", "StoredResponse", "Tenant",
-           "TenantGuardrails", "Usage", "VersionCost", "Webhook", "WebhookDelivery"]
+           "TenantGuardrails", "UpstreamOverride", "Usage", "VersionCost", "Webhook", "WebhookDelivery"]

@@ -37,3 +37,5 @@ class Usage(Base):
     kind: Mapped[str] = mapped_column(String(16), default="interactive", server_default="interactive")  # | "batch"
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
     prompt_version: Mapped[str | None] = mapped_column(String(120))  # "greeting:2" when a stored prompt served
+    # Upstream versions: "upstream" (billed on its reported usage) | "gateway" (it reported none: counted here)
+    metered_by: Mapped[str | None] = mapped_column(String(16))

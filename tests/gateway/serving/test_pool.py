@@ -55,3 +55,15 @@ def test_a_cuda_engine_without_a_gpu_replica_is_refused():
                             "versions": {"v": {"engine": {"device": "cuda"}, "replicas": {"num_cpus": 1}}}}}}
     with pytest.raises(CatalogueError, match="num_gpus"):
         parse_catalogue(raw)
+
+
+def test_upstream_versions_are_not_deployed_nor_loaded():
+    from gateway.catalogue import parse_catalogue
+    from gateway.serving.inprocess import InProcessBackend
+
+    raw = {"upstreams": {"api": {"protocol": "openai", "base_url": "http://127.0.0.1:9/v1"}},
+           "models": {"m": {"weights": "smollm2-135m-instruct", "price": {"input_per_million": 1},
+                            "versions": {"local": {}, "api": {"upstream": "api", "model": "x"}}}}}
+    cat = parse_catalogue(raw)
+    assert [c.version for c in versions_from_catalogue(cat)] == ["m@local"]
+    assert list(InProcessBackend(cat)._configs) == ["m@local"]  # nothing loads until start()

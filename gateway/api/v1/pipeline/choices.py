@@ -23,10 +23,29 @@ class Choice:
     logprobs: list[TokenLogprob] | None = None
     finish_reason: str | None = None
     cumulative_logprob: float | None = None
+    tool_calls: list[dict] | None = None  # an upstream's native calls, merged from their deltas (OpenAI's shape)
 
     @property
     def text(self) -> str:
         return "".join(self.parts)
+
+
+def merge_calls(calls: list[dict], deltas: list[dict]) -> list[dict]:
+    """Tool calls so far plus streamed deltas: a delta with a new index starts a call (id, name), later ones
+    with the same index add argument fragments."""
+    by_index = {c["index"]: c for c in calls}
+    for d in deltas:
+        fn = d.get("function") or {}
+        call = by_index.get(d["index"])
+        if call is None:
+            call = by_index[d["index"]] = {"index": d["index"], "id": d.get("id") or "", "type": "function",
+                                           "function": {"name": fn.get("name") or "", "arguments": ""}}
+        elif d.get("id"):
+            call["id"] = d["id"]
+        if fn.get("name") and not call["function"]["name"]:
+            call["function"]["name"] = fn["name"]
+        call["function"]["arguments"] += fn.get("arguments") or ""
+    return [by_index[i] for i in sorted(by_index)]
 
 
 class Choices:
@@ -45,6 +64,8 @@ class Choices:
             c.finish_reason = d.finish_reason or c.finish_reason
             if d.cumulative_logprob is not None:
                 c.cumulative_logprob = d.cumulative_logprob
+            if d.tool_calls:
+                c.tool_calls = merge_calls(c.tool_calls or [], d.tool_calls)
         return deltas
 
     def first(self) -> Choice:

@@ -11,7 +11,7 @@ import anyio
 from gateway.api.errors import APIError, invalid_request, no_capacity
 from gateway.api.v1.pipeline.run import Run
 from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, TenantQueueFull,
-                                  VersionOverloaded, VersionUnavailable)
+                                  UpstreamRefused, VersionOverloaded, VersionUnavailable)
 
 log = logging.getLogger("tollgate.generation")
 
@@ -39,7 +39,24 @@ def request_for(run: Run, version: str) -> GenerationRequest:
         max_tokens=run.max_tokens, temperature=job.temperature, top_p=job.top_p, seed=job.seed, stop=job.stop,
         **{**job.sampling, "n": job.generated}, logprobs=job.logprobs, structured=job.structured,
         cache_salt=run.svc.salter.salt(principal.tenant_id), priority=priority,
-        tenant=run.svc.salter.tenant_key(principal.tenant_id), tenant_weight=principal.share_weight)
+        tenant=run.svc.salter.tenant_key(principal.tenant_id), tenant_weight=principal.share_weight,
+        upstream_body=job.body)
+
+
+def upstream_refused(e: UpstreamRefused) -> APIError:
+    """The last candidate was an upstream that refused before any token, and no fallback took the request."""
+    headers = {"Retry-After": str(max(1, round(e.retry_after_s or 1)))}
+    if e.status == 429:
+        return APIError(429, "The model's upstream is rate limiting; retry shortly.", type="rate_limit_error",
+                        code="upstream_rate_limited", headers=headers)
+    if e.status == 504:
+        return APIError(504, "The model's upstream did not answer in time.", type="server_error",
+                        code="upstream_timeout", headers=headers)
+    if e.status == 503:
+        return APIError(503, "The model's upstream is unavailable; retry shortly.", type="server_error",
+                        code="upstream_unavailable", headers=headers)
+    return APIError(502, "The model's upstream failed; please retry.", type="server_error", code="upstream_error",
+                    headers=headers)
 
 
 def _bad_parameters(run: Run, message: str) -> APIError:
@@ -53,7 +70,7 @@ def _bad_parameters(run: Run, message: str) -> APIError:
 async def open_generation(run: Run) -> tuple[AsyncIterator[GenerationChunk], GenerationChunk]:
     """The stream and its first chunk. A version that is down or full is skipped (fallbacks); the client's
     error otherwise: 400 bad parameters, 429 its queue is full, 502 failed, 503 no capacity, 504 timeout."""
-    svc = run.svc
+    svc, refusal = run.svc, None
     for version in run.candidates:
         if version not in svc.loaded_versions():
             continue
@@ -65,6 +82,7 @@ async def open_generation(run: Run) -> tuple[AsyncIterator[GenerationChunk], Gen
             await stream.aclose()
             svc.router.observe(version, ok=False, ttft_s=None, latency_s=time.perf_counter() - run.started)
             log.warning("version refused the request, trying the next", extra={"version": version, "why": str(e)})
+            refusal = e if isinstance(e, UpstreamRefused) else None
             continue
         except TenantQueueFull:
             await stream.aclose()
@@ -86,4 +104,4 @@ async def open_generation(run: Run) -> tuple[AsyncIterator[GenerationChunk], Gen
             raise
         run.began(version, first)
         return stream, first
-    raise no_capacity()
+    raise upstream_refused(refusal) if refusal is not None else no_capacity()

@@ -32,6 +32,9 @@ class Job:
     tools: ToolSet | None = None  # the functions offered, and the rule for calling them
     priority: int | None = None  # asked for (vLLM's extension); the tenant's plan bounds it from below
     kind: str = "interactive"  # | "batch": a Batch API line (billed at the batch discount)
+    # The client's body as sent (OpenAI's shape, after input guardrails): upstream versions take it natively
+    # (tools, response_format, logprobs...), pool versions the fields above.
+    body: dict | None = None
 
     def as_batch_line(self, priority: int) -> None:
         """Run as a Batch API line: billed as batch work, and never ahead of `priority` in the engine's queue."""
@@ -51,7 +54,8 @@ class Job:
         return cls("/v1/completions", body.model, body.prompt_text(), None, body.token_limit,
                    _or(body.temperature, 1.0), _or(body.top_p, 1.0), body.seed, body.stop_list(),
                    bool(body.stream), body.include_usage, body.user, body.engine_sampling(), body.logprobs_k,
-                   body.best_of, body.continuous_usage, body.ignored_fields, *body.output_spec, None, body.priority)
+                   body.best_of, body.continuous_usage, body.ignored_fields, *body.output_spec, None, body.priority,
+                   body=client_body(body))
 
     @property
     def n(self) -> int:
@@ -77,6 +81,11 @@ class Job:
         if self.messages is None:
             return len(self.prompt.encode())
         return sum(len(m["role"].encode()) + len(m["content"].encode()) for m in self.messages)
+
+
+def client_body(body) -> dict:
+    """A parsed request as its JSON body again: the fields the client set (unknown ones included)."""
+    return body.model_dump(mode="json", exclude_unset=True)
 
 
 def _or(value, default):

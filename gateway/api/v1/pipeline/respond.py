@@ -195,7 +195,7 @@ async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: Generati
                 deltas = choices.add(chunk)
                 if guard is not None:
                     deltas = guard.deltas(deltas)  # held back until no rule's match can still grow over it
-                deltas = [d for d in deltas if d.text or d.finish_reason or d.logprobs]
+                deltas = [d for d in deltas if d.text or d.finish_reason or d.logprobs or d.tool_calls]
                 if deltas:
                     yield sse_event(fmt.delta(deltas, run.usage() if run.job.continuous_usage else None))
                 if chunk.finish_reason is not None:  # every completion has finished

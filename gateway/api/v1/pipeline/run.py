@@ -43,6 +43,7 @@ class Run:
         self.completion_tokens = 0
         self.cached_tokens = 0
         self.engine_ms: float | None = None  # the engine's metered time for it; 0 for a cache hit
+        self.metered_by: str | None = None  # upstream versions: "upstream" (its usage) or "gateway" (counted here)
         self.produced = False
         self.cache_hit = False
         self.cache_status, self.cache_score = "bypass", None  # x-tollgate-cache[-score]
@@ -67,7 +68,7 @@ class Run:
         self.version, self.produced = version, True
         self.ttft_s = time.perf_counter() - self.started
         self.prompt_tokens, self.cached_tokens = first.prompt_tokens, first.cached_tokens
-        self.engine_ms = first.engine_ms
+        self.engine_ms, self.metered_by = first.engine_ms, first.metered_by
 
     def replayed(self, completion_tokens: int, score: float | None) -> None:
         """The semantic cache answered: billed, at the model's cache prices, with every prompt token counted as
@@ -85,6 +86,9 @@ class Run:
         """`chunk` was (or is about to be) handed to the client."""
         self.completion_tokens = chunk.completion_tokens
         self.engine_ms = chunk.engine_ms
+        if chunk.metered_by is not None:  # an upstream's counts may settle only on its last chunk
+            self.prompt_tokens, self.cached_tokens = chunk.prompt_tokens, chunk.cached_tokens
+            self.metered_by = chunk.metered_by
 
     async def within_budget(self, chunk: GenerationChunk) -> bool:
         """Meter a stream: take more of the month's budget when this chunk needs it."""
@@ -149,7 +153,7 @@ class Run:
                     engine_ms=None if self.engine_ms is None else round(self.engine_ms, 3),
                     ttft_ms=None if self.ttft_s is None else round(self.ttft_s * 1000, 3),
                     status=status, created_at=datetime.now(UTC), kind=self.kind,
-                    prompt_version=self.prompt_version)
+                    prompt_version=self.prompt_version, metered_by=self.metered_by)
                 cost = svc.prices.cost(model, prompt_tokens=self.prompt_tokens,
                                        completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
                                        cache_hit=self.cache_hit, kind=self.kind)

@@ -436,3 +436,28 @@ def test_no_provider_key_in_the_logs(gw):
     assert captured.lines  # the requests above were logged
     text = "\n".join(captured.lines)
     assert UPSTREAM_KEY not in text and WRONG_KEY not in text
+
+
+def test_messages_api_over_an_upstream_returns_its_native_tool_calls_as_tool_use(gw, fake_openai):
+    """The Messages API in front of an upstream version: tools reach it natively (not as a prompt), and its own
+    tool calls come back as tool_use blocks, whole and streamed (anthropic SDK)."""
+    import anthropic
+
+    server, url, _ = gw
+    _, key = make_tenant(url)
+    client = anthropic.Anthropic(base_url=server.url, api_key=key, max_retries=0)
+    tools = [{"name": "get_weather", "description": "Weather in a city.",
+              "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
+    message = client.messages.create(model="api-chat@tools", max_tokens=64, tools=tools,
+                                     messages=[{"role": "user", "content": "Say hi to me."}])
+    sent = fake_openai.seen()[-1]
+    assert sent["tools"][0]["function"]["name"] == "get_weather" and sent["messages"][-1]["content"] == "Say hi to me."
+    assert message.stop_reason == "tool_use"
+    [call] = [b for b in message.content if b.type == "tool_use"]
+    assert (call.name, call.input) == ("get_weather", {"city": "Paris"})
+    with client.messages.stream(model="api-chat@tools", max_tokens=64, tools=tools,
+                                messages=[{"role": "user", "content": "Say hi to me."}]) as s:
+        final = s.get_final_message()
+    [call] = [b for b in final.content if b.type == "tool_use"]
+    assert (call.name, call.input, final.stop_reason) == ("get_weather", {"city": "Paris"}, "tool_use")
+    assert final.usage.output_tokens == 9

@@ -9,7 +9,7 @@ from gateway.api.v1.pipeline.choices import Choice
 from gateway.api.v1.pipeline.run import Run
 from gateway.api.v1.tool_calls import offered_names
 from gateway.schemas.anthropic import Message, MessageUsage, TextBlock, ToolUseBlock
-from gateway.tools.parser import ParsedCall, parse_calls
+from gateway.tools.parser import ParsedCall, new_call_id, parse_calls
 
 log = logging.getLogger("tollgate.generation")
 
@@ -19,11 +19,30 @@ def tool_use(call: ParsedCall) -> ToolUseBlock:
     return ToolUseBlock(id="toolu_" + call.id.removeprefix("call_"), name=call.name, input=json.loads(call.arguments))
 
 
+def native_calls(calls: list[dict] | None) -> list[ParsedCall]:
+    """An upstream's own tool calls (OpenAI's shape, merged from their deltas) as parsed calls; arguments that
+    are not a JSON object (a call cut by the length limit) go out as an empty input rather than a 500."""
+    out = []
+    for call in calls or ():
+        fn = call.get("function") or {}
+        args = fn.get("arguments") or "{}"
+        try:
+            if not isinstance(json.loads(args), dict):
+                args = "{}"
+        except ValueError:
+            args = "{}"
+        out.append(ParsedCall(id=call.get("id") or new_call_id(), name=fn.get("name") or "", arguments=args))
+    return out
+
+
 class MessagesFormat:
     def __init__(self, run: Run) -> None:
         self.run = run
         self.id = "msg_" + run.request_id.removeprefix("req_")
-        self.names = offered_names(run.job.tools)  # functions whose calls the answer is parsed for
+        # An upstream version calls tools natively (its calls come as they are); a pool version's text is parsed.
+        info = run.svc.loaded_versions().get(run.version) if run.version else None
+        self.native = info is not None and info.upstream is not None
+        self.names = () if self.native else offered_names(run.job.tools)  # functions the answer is parsed for
 
     def usage(self) -> MessageUsage:
         run = self.run
@@ -65,6 +84,7 @@ class MessagesFormat:
         """The whole answer (the run makes one completion)."""
         choice = choices[0]
         text, calls = parse_calls(choice.text, self.names) if self.names else (choice.text, [])
+        calls += native_calls(choice.tool_calls)
         content: list[TextBlock | ToolUseBlock] = [TextBlock(text=text)] if text else []
         content += [tool_use(c) for c in calls]
         return self.message(content, *self.stop(choice, bool(calls)))

@@ -23,7 +23,7 @@ from gateway.api.v1.messages.stream import messages_sse, replay_sse
 from gateway.api.v1.messages.translate import chat_request, counting_request
 from gateway.api.v1.pipeline.admit import OFFLOAD_PROMPT_BYTES, admit, reserve_tokens, route
 from gateway.api.v1.pipeline.guard import admitted, screen_input
-from gateway.api.v1.pipeline.job import Job
+from gateway.api.v1.pipeline.job import Job, client_body
 from gateway.api.v1.pipeline.respond import headers, respond, status_of
 from gateway.api.v1.pipeline.run import Run
 from gateway.cache import CacheLookup
@@ -55,6 +55,7 @@ async def create_message(principal: AnyKeyTenantDep, services: AppServices, requ
     job = Job.from_chat(chat)
     job.endpoint, job.ignored = ENDPOINT, body.ignored_fields
     job, chat, guardrails = await screen_input(services, principal, job, chat)  # redacted before all else
+    job.body = client_body(chat)  # what an upstream version is sent (tools and all, natively)
     run = await admit(services, principal, request.state.request_id, job, pin=pin, session=session)
     admitted(run, guardrails)
     try:  # only a plain answer can be cached (no tools), as for chat

@@ -22,7 +22,7 @@ import anyio
 from pydantic import BaseModel
 
 from gateway.api.errors import APIError
-from gateway.api.v1.messages.format import MessagesFormat, tool_use
+from gateway.api.v1.messages.format import MessagesFormat, native_calls, tool_use
 from gateway.api.v1.pipeline.choices import Choice, Choices
 from gateway.api.v1.pipeline.generate import gateway_timeout, generation_failed
 from gateway.api.v1.pipeline.guard import as_api_error
@@ -66,9 +66,11 @@ class Blocks:
         piece = self.calls.feed(text)
         return self._text(piece.text) + [e for call in piece.calls for e in self._call(call)]
 
-    def finish(self) -> list[str]:
-        """The events that close the content: text still held back, and the open block's end."""
+    def finish(self, native: list[dict] | None = None) -> list[str]:
+        """The events that close the content: text still held back, an upstream's own tool calls (whole, once
+        their deltas have all come), and the open block's end."""
         out = self._text(self.calls.finish().text) if self.calls is not None else []
+        out += [e for call in native_calls(native) for e in self._call(call)]
         out += self._close()
         if not self.pinged:  # an empty answer: no block ever opened
             self.pinged = True
@@ -160,7 +162,7 @@ async def messages_sse(run: Run, stream: AsyncIterator[GenerationChunk], first: 
         if error is not None:
             yield error_event(error)
             return
-        for e in blocks.finish() + _ending(fmt, blocks, choices.first()):
+        for e in blocks.finish(choices.first().tool_calls) + _ending(fmt, blocks, choices.first()):
             yield e
     finally:
         # Runs on a normal end, and when the client leaves (the task is cancelled): abort the

@@ -290,6 +290,7 @@ def alerts_config(settings: Settings) -> AlertsConfig:
                         backoff_s=settings.alerts_backoff_s, backoff_max_s=settings.alerts_backoff_max_s,
                         check_s=settings.alerts_check_s, slo_window_s=settings.alerts_slo_window_s,
                         slo_min_requests=settings.alerts_slo_min_requests,
+                        allow_private=settings.webhooks_allow_private,
                         retention_s=settings.alerts_retention_days * 86400)
 
 

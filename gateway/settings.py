@@ -135,6 +135,8 @@ class Settings(BaseSettings):
     alerts_slo_window_s: float = Field(300.0, gt=0)  # the SLOs' sliding window over the usage ledger
     alerts_slo_min_requests: int = Field(20, ge=1)  # fewer rows in the window: no verdict
     alerts_retention_days: float = Field(30.0, gt=0)  # delivered and failed deliveries are kept this long
+    # Webhooks may reach loopback, private, link-local and metadata addresses: for on-premises receivers only.
+    webhooks_allow_private: bool = False
 
     @property
     def resolved_spool_dir(self) -> Path:

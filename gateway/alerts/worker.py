@@ -18,6 +18,7 @@ from gateway.alerts.events import AlertEvent
 from gateway.alerts.outbox import Claimed, claim, emit, settle
 from gateway.alerts.pending import PendingEvents
 from gateway.alerts.sender import send
+from gateway.alerts.targets import Resolve, TargetPolicy, system_resolve
 from gateway.db.database import Database
 from gateway.db.types import utcnow
 
@@ -27,8 +28,9 @@ log = logging.getLogger(__name__)
 class DeliveryWorker:
     def __init__(self, database: Database, config: AlertsConfig, *, owner: str | None = None,
                  pending: PendingEvents | None = None, transport: httpx.AsyncBaseTransport | None = None,
-                 rand: random.Random | None = None) -> None:
+                 rand: random.Random | None = None, resolve: Resolve = system_resolve) -> None:
         self.database, self.config = database, config
+        self.targets = TargetPolicy(allow_private=config.allow_private, resolve=resolve)
         self.owner = owner or f"alerts-{uuid.uuid4().hex[:16]}"
         self.pending = pending if pending is not None else PendingEvents()
         self._transport, self._rand = transport, rand or random.Random()
@@ -100,8 +102,7 @@ class DeliveryWorker:
             return claim(conn, owner=self.owner, now=utcnow(), lease_s=self.config.lease_s, limit=self.config.batch)
 
     async def _deliver(self, delivery: Claimed) -> None:
-        outcome = await send(self._client, delivery, timeout_s=self.config.timeout_s,
-                             error_chars=self.config.error_body_chars)
+        outcome = await send(self._client, delivery, timeout_s=self.config.timeout_s, policy=self.targets)
         now = utcnow()
         attempts = delivery.attempts + 1
         retry_at = None

@@ -111,6 +111,10 @@ class Settings(BaseSettings):
     # files_max_bytes overrides it. Batch outputs are always written, but count against later uploads.
     files_max_bytes_per_tenant: int = Field(2**30, ge=1)
     batch_output_expires_s: int = Field(30 * 24 * 3600, ge=1)  # a batch's output and error files last this long
+    # A batch's output and error files together, and one line's output: past them lines fail with
+    # output_limit_exceeded (the tenant's remaining file quota lowers the batch's limit when it is smaller).
+    batch_max_output_bytes: int = Field(200_000_000, ge=1)
+    batch_max_line_output_bytes: int = Field(20 * 2**20, ge=1)
     files_sweep_s: float = Field(60.0, gt=0)  # how often the runner deletes expired files' rows
     batch_runner_enabled: bool = True  # run batches in this process (every replica may; a lease keeps them apart)
     batch_concurrency: int = Field(4, ge=1)  # batch lines in flight in this process, all batches together

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from gateway.batch import output, state
+from gateway.batch.bounds import LIMIT_CODE, OutputBudget, budget
 from gateway.batch.ids import line_request_id, new_file_id
 from gateway.batch.input import InvalidInput, LineError, Request, parse_jsonl, requests_of
 from gateway.batch.output import LineResult
@@ -59,10 +60,15 @@ class RunnerConfig:
     max_attempts: int = 3  # tries of a line that timed out or failed in the engine before its error is its answer
     output_expires_s: int = 30 * 24 * 3600  # a batch's output and error files expire this long after written
     sweep_s: float = 60.0  # how often this runner deletes expired files (idempotent: every replica may)
+    max_output_bytes: int = 200_000_000  # a batch's output and error files together (gateway.batch.bounds)
+    max_line_output_bytes: int = 20 * 2**20  # one line's output
+    files_quota: int | None = None  # the gateway's per-tenant file quota (a tenant's own wins); None: no quota
 
     def __post_init__(self) -> None:
         if self.concurrency < 1 or self.max_batches < 1 or self.max_requests < 1 or self.max_attempts < 1:
             raise ValueError("concurrency, max_batches, max_requests and max_attempts must be >= 1")
+        if self.max_output_bytes < 1 or self.max_line_output_bytes < 1:
+            raise ValueError("max_output_bytes and max_line_output_bytes must be >= 1")
         if self.output_expires_s < 1 or self.sweep_s <= 0:
             raise ValueError("output_expires_s must be >= 1 and sweep_s > 0")
         if self.poll_s <= 0 or self.stop_timeout_s < 0 or self.max_pause_s <= 0:
@@ -80,6 +86,7 @@ class _Work:
     halted: bool = False  # cancelled, expired, lease lost or the runner stopping: no new lines
     attempts: dict[int, int] = field(default_factory=dict)  # line index -> failed tries (of those with a fallback)
     lost: bool = False  # another runner holds the lease now
+    budget: OutputBudget | None = None  # what its files may still hold; None: unbounded
     workers: list[asyncio.Task] = field(default_factory=list)
 
 
@@ -226,7 +233,8 @@ class BatchRunner:
         except InvalidInput as e:  # the input file was deleted while the batch ran
             return await self.store.move(batch.id, self.owner, state.FAILED, errors=_errors_json(e.errors))
         done = await self.store.done_lines(batch.id)
-        work = _Work(batch, deque(r for r in requests if r.index not in done))
+        work = _Work(batch, deque(r for r in requests if r.index not in done), budget=await self._budget(batch))
+        del requests  # the pending deque holds what is left to run
         self._work[batch.id] = work
         watch = asyncio.create_task(self._watch(work))
         try:
@@ -239,7 +247,28 @@ class BatchRunner:
             await asyncio.gather(watch, *work.workers, return_exceptions=True)
         if self._stopping or work.lost:
             return False
+        await self._over_budget(work)
         return await self._to_finalizing(batch)
+
+    async def _budget(self, batch: Batch) -> OutputBudget:
+        room = None
+        if self.config.files_quota is not None:
+            room = await self.store.quota_room(batch, self.config.files_quota)
+        return budget(max_output_bytes=self.config.max_output_bytes, max_line_bytes=self.config.max_line_output_bytes,
+                      used=await self.store.output_bytes(batch.id), quota_room=room)
+
+    async def _over_budget(self, work: _Work) -> None:
+        """Once the files are full, every line left fails unrun; the batch's errors say which limit it met."""
+        b = work.budget
+        if b is None or not (b.exhausted or b.refused):
+            return
+        batch = work.batch
+        while b.exhausted and work.pending:
+            r = work.pending.popleft()
+            await self.store.record_line(batch.id, r.index, False,
+                                         output.not_run(batch.id, r.index, r.custom_id, LIMIT_CODE, b.batch_message()))
+        message = b.batch_message() if b.exhausted else b.line_message()
+        await self.store.note_errors(batch.id, _errors_json([LineError(LIMIT_CODE, message)]))
 
     async def _watch(self, work: _Work) -> None:
         """Every poll: halt the batch when it is cancelled or its window runs out (the loop keeps its lease)."""
@@ -277,7 +306,11 @@ class BatchRunner:
                     raise
             request_id = line_request_id(work.batch.id, request.index)
             line = output.answered(work.batch.id, request.index, request.custom_id, request_id, result)
-            await asyncio.shield(self.store.record_line(work.batch.id, request.index, result.ok, line,
+            ok, refused = result.ok, work.budget and work.budget.admit(len(line))
+            if refused:  # ran and billed, but not written: its place in the error file says why
+                line, ok = output.not_run(work.batch.id, request.index, request.custom_id, LIMIT_CODE, refused), False
+                work.halted = work.halted or work.budget.exhausted
+            await asyncio.shield(self.store.record_line(work.batch.id, request.index, ok, line,
                                                         request_id=request_id, answered=LineUsage.of_body(result.body)))
 
     def _gave_up(self, work: _Work, request: Request, paused: Paused) -> LineResult | None:
@@ -316,21 +349,20 @@ class BatchRunner:
                 await self.store.record_line(batch.id, r.index, False, output.not_run(
                     batch.id, r.index, r.custom_id, "batch_expired",
                     "This request could not be executed before the completion window expired."))
-        ok, failed = [], []
-        for line in await self.store.finished_lines(batch.id):
-            (ok if line.ok else failed).append(bytes(line.output))
         # Expired: lines left unrun, or the window ran out before it ever started.
         to = state.outcome(cancelled, expired=bool(unrun) or batch.in_progress_at is None)
         ttl = self.config.output_expires_s
-        return await self.store.finalize(batch, self.owner, to, _file(batch, ok, "output", ttl),
-                                         _file(batch, failed, "error", ttl))
+        out = _file(batch, await self.store.file_of_lines(batch.id, ok=True), "output", ttl)
+        errors = _file(batch, await self.store.file_of_lines(batch.id, ok=False), "error", ttl)
+        return await self.store.finalize(batch, self.owner, to, out, errors)
 
 
-def _file(batch: Batch, lines: list[bytes], what: str, expires_s: int) -> BatchFile | None:
-    """An output or error file: written by the system, so never refused for the tenant's storage quota."""
-    if not lines:
+def _file(batch: Batch, content: bytearray, what: str, expires_s: int) -> BatchFile | None:
+    """An output or error file: written by the system, never refused at this point; its lines were bounded
+    as they ran (gateway.batch.bounds) by the gateway's limit and the tenant's quota room, which it counts in."""
+    if not content:
         return None
-    content, now = output.jsonl(lines), utcnow()
+    now = utcnow()
     return BatchFile(id=new_file_id(), tenant_id=batch.tenant_id, filename=f"{batch.id}_{what}.jsonl",
                      purpose="batch_output", bytes=len(content), content=content, created_at=now,
                      expires_at=now + timedelta(seconds=expires_s))

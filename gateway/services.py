@@ -13,6 +13,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from gateway.alerts import Alerts, AlertsConfig
+from gateway.batch.uploads import UploadSlots
 from gateway.billing.ledger import Ledger
 from gateway.billing.period import Month
 from gateway.billing.prices import PriceBook, batch_discounts
@@ -116,11 +117,14 @@ class Services:
     prompts: PromptService | None = None  # stored prompts a chat request may name (gateway/prompts)
     alerts: Alerts | None = None  # signed webhooks (gateway.alerts): the outbox hooks and the delivery worker
     guardrails: GuardrailStore | None = None  # tenants' guardrail rules (gateway.guardrails); None: none apply
+    uploads: UploadSlots | None = None  # POST /v1/files in progress per tenant (gateway.batch.uploads)
     started_at: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
         if self.prompts is None:  # stored prompts need nothing but the database
             self.prompts = PromptService(self.database)
+        if self.uploads is None:
+            self.uploads = UploadSlots(self.settings.files_max_concurrent_uploads)
 
     @classmethod
     def build(cls, settings: Settings, *, backend: ModelBackend | None = None,

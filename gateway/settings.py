@@ -114,6 +114,8 @@ class Settings(BaseSettings):
     # A batch's output and error files together, and one line's output: past them lines fail with
     # output_limit_exceeded (the tenant's remaining file quota lowers the batch's limit when it is smaller).
     batch_max_output_bytes: int = Field(200_000_000, ge=1)
+    # Uploads one tenant may have in progress at once, per gateway process (each also counts against its RPM).
+    files_max_concurrent_uploads: int = Field(2, ge=1)
     batch_max_line_output_bytes: int = Field(20 * 2**20, ge=1)
     files_sweep_s: float = Field(60.0, gt=0)  # how often the runner deletes expired files' rows
     batch_runner_enabled: bool = True  # run batches in this process (every replica may; a lease keeps them apart)

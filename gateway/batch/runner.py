@@ -21,7 +21,7 @@ from datetime import timedelta
 from gateway.batch import output, state
 from gateway.batch.bounds import LIMIT_CODE, OutputBudget, budget
 from gateway.batch.ids import line_request_id, new_file_id
-from gateway.batch.input import InvalidInput, LineError, Request, parse_jsonl, requests_of
+from gateway.batch.input import InvalidInput, Line, LineError, Request, check_jsonl, request_lines
 from gateway.batch.output import LineResult
 from gateway.batch.store import BatchStore
 from gateway.batch.usage import LineUsage
@@ -81,7 +81,7 @@ class RunnerConfig:
 class _Work:
     """One claimed batch's lines in this process."""
     batch: Batch
-    pending: deque[Request]
+    pending: deque[Line]  # parsed as each runs, not before
     paused_until: float = 0.0  # time.monotonic(): no new line before it
     halted: bool = False  # cancelled, expired, lease lost or the runner stopping: no new lines
     attempts: dict[int, int] = field(default_factory=dict)  # line index -> failed tries (of those with a fallback)
@@ -209,13 +209,20 @@ class BatchRunner:
         if _expired(batch):
             return await self._to_finalizing(batch)
         try:
-            requests = await self._requests(batch)
+            content = await self._input(batch)
+            total = await asyncio.to_thread(check_jsonl, content, max_lines=self.config.max_requests,
+                                            endpoint=batch.endpoint)
         except InvalidInput as e:
             return await self.store.move(batch.id, self.owner, state.FAILED,
                                          errors=_errors_json(e.errors))
-        return await self.store.move(batch.id, self.owner, state.IN_PROGRESS, total=len(requests))
+        return await self.store.move(batch.id, self.owner, state.IN_PROGRESS, total=total)
 
-    async def _requests(self, batch: Batch) -> list[Request]:
+    async def _pending(self, batch: Batch, done: set[int]) -> deque[Line]:
+        """The validated input's lines not done yet, unparsed."""
+        content = await self._input(batch)
+        return await asyncio.to_thread(lambda: deque(request_lines(content, skip=done)))
+
+    async def _input(self, batch: Batch) -> bytes:
         content = await self.store.input_content(batch)
         if content is None:
             expired = await self.store.input_expired_at(batch)
@@ -224,17 +231,14 @@ class BatchRunner:
                                               f"{expired.isoformat()}.", param="input_file_id")])
             raise InvalidInput([LineError("file_not_found", f"The input file {batch.input_file_id} was deleted or "
                                           "has expired.", param="input_file_id")])
-        records = await asyncio.to_thread(parse_jsonl, content, max_lines=self.config.max_requests)
-        return requests_of(records, batch.endpoint)
+        return content
 
     async def _run(self, batch: Batch) -> bool:
         try:
-            requests = await self._requests(batch)
+            pending = await self._pending(batch, await self.store.done_lines(batch.id))
         except InvalidInput as e:  # the input file was deleted while the batch ran
             return await self.store.move(batch.id, self.owner, state.FAILED, errors=_errors_json(e.errors))
-        done = await self.store.done_lines(batch.id)
-        work = _Work(batch, deque(r for r in requests if r.index not in done), budget=await self._budget(batch))
-        del requests  # the pending deque holds what is left to run
+        work = _Work(batch, pending, budget=await self._budget(batch))
         self._work[batch.id] = work
         watch = asyncio.create_task(self._watch(work))
         try:
@@ -264,7 +268,7 @@ class BatchRunner:
             return
         batch = work.batch
         while b.exhausted and work.pending:
-            r = work.pending.popleft()
+            r = work.pending.popleft().request()
             await self.store.record_line(batch.id, r.index, False,
                                          output.not_run(batch.id, r.index, r.custom_id, LIMIT_CODE, b.batch_message()))
         message = b.batch_message() if b.exhausted else b.line_message()
@@ -291,18 +295,19 @@ class BatchRunner:
             async with self._slots:
                 if not work.pending or work.halted or work.paused_until > time.monotonic():
                     continue
-                request = work.pending.popleft()
+                pending = work.pending.popleft()
                 try:
+                    request = pending.request()  # kept parsed on the Line while it waits for a retry
                     result = await self._one(work.batch, request)
                 except Paused as p:
                     result = self._gave_up(work, request, p)
                     if result is None:
-                        work.pending.appendleft(request)
+                        work.pending.appendleft(pending)
                         work.paused_until = time.monotonic() + min(max(p.retry_after_s, 0.05), self.config.max_pause_s)
                         log.info("batch %s paused %.1fs: %s", work.batch.id, p.retry_after_s, p)
                         continue
                 except BaseException:
-                    work.pending.appendleft(request)  # cut off (shutdown): it runs again on resume
+                    work.pending.appendleft(pending)  # cut off (shutdown): it runs again on resume
                     raise
             request_id = line_request_id(work.batch.id, request.index)
             line = output.answered(work.batch.id, request.index, request.custom_id, request_id, result)
@@ -342,7 +347,7 @@ class BatchRunner:
         unrun = []
         if not cancelled and len(done) < batch.total:
             try:
-                unrun = [r for r in await self._requests(batch) if r.index not in done]
+                unrun = [line.request() for line in await self._pending(batch, done)]
             except InvalidInput:
                 unrun = []
             for r in unrun:

@@ -42,6 +42,7 @@ from gateway.security.auth_throttle import AuthThrottle
 from gateway.security.authenticator import KeyAuthenticator
 from gateway.security.cache_salt import CacheSalter
 from gateway.security.metrics_token import ensure_metrics_token
+from gateway.security.session_revocations import SessionRevocations
 from gateway.serving.base import ModelBackend, VersionInfo
 from gateway.serving.factory import build_backend
 from gateway.settings import Settings
@@ -112,6 +113,8 @@ class Services:
     metrics_token: str = ""  # Bearer credential for /metrics (the admin key works too); "" admits no token
     events: EventBus = field(default_factory=LocalEventBus)  # changes to and from the other replicas
     auth_throttle: AuthThrottle = field(default_factory=AuthThrottle)  # bad keys per client address
+    # Console sessions signed out here or, through the event bus, on any other replica.
+    session_revocations: SessionRevocations = field(default_factory=SessionRevocations)
     drain: Drain = field(default_factory=Drain)
     recorder: ReplicaRecorder | None = None  # replica-minutes for economics, when the backend can count replicas
     prompts: PromptService | None = None  # stored prompts a chat request may name (gateway/prompts)
@@ -193,7 +196,8 @@ class Services:
         """Tell the other replicas of this one's route changes (automatic rollbacks too) and apply
         theirs here. Never fails start-up: without Redis the bus keeps trying (gateway.events)."""
         self.router.listen(lambda alias: self.events.publish(RouteChanged(alias)))
-        await self.events.start(ReplicaHandlers(self.router, self.authenticator, self.cache))
+        await self.events.start(ReplicaHandlers(self.router, self.authenticator, self.cache,
+                                                sessions=self.session_revocations))
 
     async def _start_recorder(self) -> None:
         """Replica-minutes per version (gateway.economics.recorder); never fails start-up: a failed sample is

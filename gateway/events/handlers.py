@@ -1,22 +1,27 @@
-"""What another replica's change means here: re-read a route, forget cached keys and answers."""
+"""What another replica's change means here: re-read a route, forget cached keys and answers, refuse a
+console session signed out there."""
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from gateway.events.events import CacheInvalidated, Event, KeyRevoked, RouteChanged, TenantChanged
+from gateway.events.events import CacheInvalidated, Event, KeyRevoked, RouteChanged, SessionRevoked, TenantChanged
 from gateway.routing.router import Router
 from gateway.security.authenticator import KeyAuthenticator
+from gateway.security.session_revocations import SessionRevocations
 
 
 class ReplicaHandlers:
     """The gateway's Applier (gateway.events.bus). `cache` is the SemanticCache, when enabled."""
 
-    def __init__(self, router: Router, authenticator: KeyAuthenticator, cache=None) -> None:
+    def __init__(self, router: Router, authenticator: KeyAuthenticator, cache=None,
+                 sessions: SessionRevocations | None = None) -> None:
         self._router, self._authenticator, self._cache = router, authenticator, cache
+        self._sessions = sessions if sessions is not None else SessionRevocations()
         self._handlers: dict[type, Callable[[Event], Awaitable[None]]] = {
             RouteChanged: self._route_changed, CacheInvalidated: self._cache_invalidated,
-            TenantChanged: self._tenant_changed, KeyRevoked: self._key_revoked}
+            TenantChanged: self._tenant_changed, KeyRevoked: self._key_revoked,
+            SessionRevoked: self._session_revoked}
 
     async def apply(self, event: Event) -> None:
         await self._handlers[type(event)](event)
@@ -47,3 +52,6 @@ class ReplicaHandlers:
 
     async def _key_revoked(self, event: KeyRevoked) -> None:
         self._authenticator.invalidate_key(event.key_id)
+
+    async def _session_revoked(self, event: SessionRevoked) -> None:
+        self._sessions.revoke(event.sid, event.until)

@@ -21,6 +21,7 @@ from gateway.alerts.sender import send
 from gateway.alerts.targets import Resolve, TargetPolicy, system_resolve
 from gateway.db.database import Database
 from gateway.db.types import utcnow
+from gateway.observability.outage import OutageLog
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ class DeliveryWorker:
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
+        self._polling = OutageLog(log, "alerts: the delivery poll")
 
     async def open(self) -> None:
         """The HTTP client alone: `run_once` may be driven by hand (tests, a one-shot drain)."""
@@ -72,8 +74,9 @@ class DeliveryWorker:
             claimed = 0
             try:
                 claimed = await self.run_once()
-            except Exception:
-                log.exception("alerts: delivery poll failed; trying again in %.1fs", self.config.poll_s)
+                self._polling.succeeded()
+            except Exception as e:
+                self._polling.failed(e)
             if claimed >= self.config.batch:
                 continue  # more may be due
             try:

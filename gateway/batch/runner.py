@@ -28,6 +28,7 @@ from gateway.batch.usage import LineUsage
 from gateway.db.models.batch import Batch
 from gateway.db.models.batch_file import BatchFile
 from gateway.db.types import utcnow
+from gateway.observability.outage import OutageLog
 
 log = logging.getLogger("tollgate.batch")
 SWEEP_ROUNDS, SWEEP_BATCH = 10, 200  # expired files deleted per sweep: at most 2,000, 200 to a transaction
@@ -102,6 +103,11 @@ class BatchRunner:
         self._stopping = False
         self._wake = asyncio.Event()
         self._next_sweep = time.monotonic() + self.config.sweep_s  # a sweep_s after start, then every sweep_s
+        # While the database is down, one line when each kind of work starts failing and one when it recovers.
+        self._claiming = OutageLog(log, "batch runner: claiming batches")
+        self._renewing = OutageLog(log, "batch runner: renewing leases")
+        self._sweeping = OutageLog(log, "batch runner: sweeping expired files")
+        self._watching = OutageLog(log, "batch runner: reading batch statuses")
 
     # --- lifecycle
 
@@ -137,8 +143,9 @@ class BatchRunner:
                 if room > 0 and not self._stopping:
                     for batch_id in await self.store.claim(self.owner, self.config.lease_s, room, list(self._tasks)):
                         self._tasks[batch_id] = asyncio.create_task(self._own(batch_id), name=f"batch-{batch_id}")
-            except Exception:
-                log.exception("batch runner: claiming batches failed; trying again")
+                    self._claiming.succeeded()
+            except Exception as e:
+                self._claiming.failed(e)
             try:
                 async with asyncio.timeout(self.config.poll_s):
                     await self._wake.wait()
@@ -150,10 +157,12 @@ class BatchRunner:
         """Keep every batch this runner holds, whatever step it is at; one it lost stops here."""
         for batch_id in list(self._tasks):
             try:
-                if await self.store.renew(batch_id, self.owner, self.config.lease_s):
+                renewed = await self.store.renew(batch_id, self.owner, self.config.lease_s)
+                self._renewing.succeeded()
+                if renewed:
                     continue
-            except Exception:
-                log.exception("batch %s: lease renewal failed; trying again", batch_id)
+            except Exception as e:
+                self._renewing.failed(e)
                 continue
             work = self._work.get(batch_id)
             if work is not None:
@@ -174,8 +183,9 @@ class BatchRunner:
                     log.info("batch runner: deleted %d expired files", n)
                 if n < SWEEP_BATCH:
                     break
-        except Exception:
-            log.exception("batch runner: sweeping expired files failed; trying again later")
+            self._sweeping.succeeded()
+        except Exception as e:
+            self._sweeping.failed(e)
 
     async def _own(self, batch_id: str) -> None:
         try:
@@ -282,8 +292,9 @@ class BatchRunner:
             try:
                 if _expired(batch) or await self.store.status(batch.id) == state.CANCELLING:
                     work.halted = True
-            except Exception:
-                log.exception("batch %s: reading its status failed; trying again", batch.id)
+                self._watching.succeeded()
+            except Exception as e:
+                self._watching.failed(e)
 
     async def _lines(self, work: _Work) -> None:
         """One of the batch's workers: take a line, run it, record it, until none are left or it halts."""

@@ -14,6 +14,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from gateway.alerts import Alerts, AlertsConfig
+from gateway.batch.uploads import UploadSlots
 from gateway.billing.ledger import Ledger
 from gateway.billing.period import Month
 from gateway.billing.prices import PriceBook, batch_discounts
@@ -42,6 +43,7 @@ from gateway.security.auth_throttle import AuthThrottle
 from gateway.security.authenticator import KeyAuthenticator
 from gateway.security.cache_salt import CacheSalter
 from gateway.security.metrics_token import ensure_metrics_token
+from gateway.security.session_revocations import SessionRevocations
 from gateway.serving.base import ModelBackend, VersionInfo
 from gateway.serving.composite import with_upstreams
 from gateway.serving.factory import build_backend
@@ -116,17 +118,22 @@ class Services:
     metrics_token: str = ""  # Bearer credential for /metrics (the admin key works too); "" admits no token
     events: EventBus = field(default_factory=LocalEventBus)  # changes to and from the other replicas
     auth_throttle: AuthThrottle = field(default_factory=AuthThrottle)  # bad keys per client address
+    # Console sessions signed out here or, through the event bus, on any other replica.
+    session_revocations: SessionRevocations = field(default_factory=SessionRevocations)
     drain: Drain = field(default_factory=Drain)
     recorder: ReplicaRecorder | None = None  # replica-minutes for economics, when the backend can count replicas
     prompts: PromptService | None = None  # stored prompts a chat request may name (gateway/prompts)
     alerts: Alerts | None = None  # signed webhooks (gateway.alerts): the outbox hooks and the delivery worker
     guardrails: GuardrailStore | None = None  # tenants' guardrail rules (gateway.guardrails); None: none apply
     upstreams: LiveUpstreams | None = None  # external upstreams (gateway/upstreams) when the catalogue names any
+    uploads: UploadSlots | None = None  # POST /v1/files in progress per tenant (gateway.batch.uploads)
     started_at: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
         if self.prompts is None:  # stored prompts need nothing but the database
             self.prompts = PromptService(self.database)
+        if self.uploads is None:
+            self.uploads = UploadSlots(self.settings.files_max_concurrent_uploads)
 
     @classmethod
     def build(cls, settings: Settings, *, backend: ModelBackend | None = None,
@@ -203,7 +210,8 @@ class Services:
         """Tell the other replicas of this one's route changes (automatic rollbacks too) and apply
         theirs here. Never fails start-up: without Redis the bus keeps trying (gateway.events)."""
         self.router.listen(lambda alias: self.events.publish(RouteChanged(alias)))
-        await self.events.start(ReplicaHandlers(self.router, self.authenticator, self.cache, self.upstreams))
+        await self.events.start(ReplicaHandlers(self.router, self.authenticator, self.cache, self.upstreams,
+                                                sessions=self.session_revocations))
 
     async def _start_recorder(self) -> None:
         """Replica-minutes per version (gateway.economics.recorder); never fails start-up: a failed sample is
@@ -304,6 +312,7 @@ def alerts_config(settings: Settings) -> AlertsConfig:
                         backoff_s=settings.alerts_backoff_s, backoff_max_s=settings.alerts_backoff_max_s,
                         check_s=settings.alerts_check_s, slo_window_s=settings.alerts_slo_window_s,
                         slo_min_requests=settings.alerts_slo_min_requests,
+                        allow_private=settings.webhooks_allow_private,
                         retention_s=settings.alerts_retention_days * 86400)
 
 

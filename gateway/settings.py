@@ -114,6 +114,12 @@ class Settings(BaseSettings):
     # files_max_bytes overrides it. Batch outputs are always written, but count against later uploads.
     files_max_bytes_per_tenant: int = Field(2**30, ge=1)
     batch_output_expires_s: int = Field(30 * 24 * 3600, ge=1)  # a batch's output and error files last this long
+    # A batch's output and error files together, and one line's output: past them lines fail with
+    # output_limit_exceeded (the tenant's remaining file quota lowers the batch's limit when it is smaller).
+    batch_max_output_bytes: int = Field(200_000_000, ge=1)
+    # Uploads one tenant may have in progress at once, per gateway process (each also counts against its RPM).
+    files_max_concurrent_uploads: int = Field(2, ge=1)
+    batch_max_line_output_bytes: int = Field(20 * 2**20, ge=1)
     files_sweep_s: float = Field(60.0, gt=0)  # how often the runner deletes expired files' rows
     batch_runner_enabled: bool = True  # run batches in this process (every replica may; a lease keeps them apart)
     batch_concurrency: int = Field(4, ge=1)  # batch lines in flight in this process, all batches together
@@ -138,6 +144,8 @@ class Settings(BaseSettings):
     alerts_slo_window_s: float = Field(300.0, gt=0)  # the SLOs' sliding window over the usage ledger
     alerts_slo_min_requests: int = Field(20, ge=1)  # fewer rows in the window: no verdict
     alerts_retention_days: float = Field(30.0, gt=0)  # delivered and failed deliveries are kept this long
+    # Webhooks may reach loopback, private, link-local and metadata addresses: for on-premises receivers only.
+    webhooks_allow_private: bool = False
 
     @property
     def resolved_spool_dir(self) -> Path:

@@ -14,7 +14,9 @@ class AlertsConfig:
     backoff_max_s: float = 3600.0
     jitter: float = 0.2  # each delay is scaled by a random factor in [1 - jitter, 1 + jitter]
     batch: int = 20  # deliveries claimed per poll
-    error_body_chars: int = 300  # how much of a receiver's error answer `last_error` keeps
+    # Receivers on loopback, private, link-local or metadata addresses (gateway.alerts.targets): refused
+    # unless on-premises receivers are expected (TOLLGATE_WEBHOOKS_ALLOW_PRIVATE).
+    allow_private: bool = False
     # The periodic checks (gateway.alerts.monitor): versions without a healthy replica, and the SLOs over the
     # ledger's last `slo_window_s` (at least `slo_min_requests` rows, or no verdict either way).
     check_s: float = 15.0

@@ -15,6 +15,7 @@ from gateway.alerts.outbox import prune
 from gateway.alerts.slo import check_slos
 from gateway.db.database import Database
 from gateway.db.types import utcnow
+from gateway.observability.outage import OutageLog
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -28,6 +29,9 @@ class Monitor:
         self._health, self._pool, self._on_emitted = health, pool, on_emitted
         self._task: asyncio.Task | None = None
         self._stop = asyncio.Event()
+        self._outages = {"health": OutageLog(log, "alerts: the version health check"),
+                         "slo": OutageLog(log, "alerts: the SLO check"),
+                         "prune": OutageLog(log, "alerts: pruning old deliveries")}
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="alerts-monitor")
@@ -57,21 +61,24 @@ class Monitor:
                 health = await self._health()
                 written += len(await asyncio.to_thread(self._in_transaction, check_versions, health,
                                                        pool=self._pool))
-            except Exception:
-                log.exception("alerts: the version health check failed")
+                self._outages["health"].succeeded()
+            except Exception as e:
+                self._outages["health"].failed(e)
         try:
             written += len(await asyncio.to_thread(
                 self._in_transaction, lambda conn: check_slos(conn, now=utcnow(), window_s=self.config.slo_window_s,
                                                               min_requests=self.config.slo_min_requests)))
-        except Exception:
-            log.exception("alerts: the SLO check failed")
+            self._outages["slo"].succeeded()
+        except Exception as e:
+            self._outages["slo"].failed(e)
         if written:
             self._on_emitted()
         try:
             before = utcnow() - timedelta(seconds=self.config.retention_s)
             await asyncio.to_thread(self._in_transaction, prune, before=before)
-        except Exception:
-            log.exception("alerts: pruning old deliveries failed")
+            self._outages["prune"].succeeded()
+        except Exception as e:
+            self._outages["prune"].failed(e)
         return written
 
     def _in_transaction(self, work: Callable[..., T], *args, **kw) -> T:

@@ -18,8 +18,10 @@ from gateway.alerts.events import AlertEvent
 from gateway.alerts.outbox import Claimed, claim, emit, settle
 from gateway.alerts.pending import PendingEvents
 from gateway.alerts.sender import send
+from gateway.alerts.targets import Resolve, TargetPolicy, system_resolve
 from gateway.db.database import Database
 from gateway.db.types import utcnow
+from gateway.observability.outage import OutageLog
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +29,9 @@ log = logging.getLogger(__name__)
 class DeliveryWorker:
     def __init__(self, database: Database, config: AlertsConfig, *, owner: str | None = None,
                  pending: PendingEvents | None = None, transport: httpx.AsyncBaseTransport | None = None,
-                 rand: random.Random | None = None) -> None:
+                 rand: random.Random | None = None, resolve: Resolve = system_resolve) -> None:
         self.database, self.config = database, config
+        self.targets = TargetPolicy(allow_private=config.allow_private, resolve=resolve)
         self.owner = owner or f"alerts-{uuid.uuid4().hex[:16]}"
         self.pending = pending if pending is not None else PendingEvents()
         self._transport, self._rand = transport, rand or random.Random()
@@ -37,6 +40,7 @@ class DeliveryWorker:
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
+        self._polling = OutageLog(log, "alerts: the delivery poll")
 
     async def open(self) -> None:
         """The HTTP client alone: `run_once` may be driven by hand (tests, a one-shot drain)."""
@@ -70,8 +74,9 @@ class DeliveryWorker:
             claimed = 0
             try:
                 claimed = await self.run_once()
-            except Exception:
-                log.exception("alerts: delivery poll failed; trying again in %.1fs", self.config.poll_s)
+                self._polling.succeeded()
+            except Exception as e:
+                self._polling.failed(e)
             if claimed >= self.config.batch:
                 continue  # more may be due
             try:
@@ -100,8 +105,7 @@ class DeliveryWorker:
             return claim(conn, owner=self.owner, now=utcnow(), lease_s=self.config.lease_s, limit=self.config.batch)
 
     async def _deliver(self, delivery: Claimed) -> None:
-        outcome = await send(self._client, delivery, timeout_s=self.config.timeout_s,
-                             error_chars=self.config.error_body_chars)
+        outcome = await send(self._client, delivery, timeout_s=self.config.timeout_s, policy=self.targets)
         now = utcnow()
         attempts = delivery.attempts + 1
         retry_at = None

@@ -1,11 +1,13 @@
 """A batch's input file: JSONL, one request a line. Pure: bytes in, requests or errors out.
 
-Checked twice, as OpenAI does: the upload must be JSONL (`parse_jsonl`, a 400 at POST /v1/files), and a
-batch must find every line a request for its endpoint (`requests_of`, else the batch fails with
-`errors.data`, each naming its 1-based line)."""
+Checked twice, as OpenAI does: the upload must be JSONL (`check_jsonl`, a 400 at POST /v1/files), and a
+batch must find every line a request for its endpoint (`check_jsonl` with the endpoint, else the batch fails
+with `errors.data`, each naming its 1-based line). Both read the file a line at a time and keep nothing they
+parse; the runner parses a line when it runs it (`request_lines`)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 MAX_ERRORS = 100  # errors a failed batch reports (the first ones)
@@ -29,12 +31,6 @@ class InvalidInput(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Record:
-    line: int  # 1-based line of the file
-    value: object  # the line's JSON
-
-
-@dataclass(frozen=True, slots=True)
 class Request:
     index: int  # 0-based among the file's requests: the line's place in the batch (and its request id)
     line: int  # 1-based line of the file
@@ -42,61 +38,88 @@ class Request:
     body: dict
 
 
-def parse_jsonl(content: bytes, *, max_lines: int) -> list[Record]:
-    """Each non-blank line's JSON; InvalidInput for a file that is not UTF-8 JSONL of objects, is empty,
-    or holds more than `max_lines` requests."""
+@dataclass(slots=True)
+class Line:
+    """A request line not parsed yet: the runner parses it when it runs it (once: kept while it waits)."""
+    index: int
+    line: int
+    raw: bytes
+    _parsed: Request | None = None
+
+    def request(self) -> Request:
+        if self._parsed is None:
+            value = json.loads(self.raw)
+            self._parsed = Request(self.index, self.line, value["custom_id"], value["body"])
+        return self._parsed
+
+
+def lines_of(content: bytes) -> Iterator[tuple[int, bytes]]:
+    """(1-based line number, the line) for each non-blank line, found in place: no list of every line."""
+    start, n, size = 0, 0, len(content)
+    while start < size:
+        end = content.find(b"\n", start)
+        end = size if end < 0 else end
+        n += 1
+        if content[start:end].strip():
+            yield n, content[start:end]
+        start = end + 1
+
+
+def _json_object(n: int, raw: bytes) -> tuple[dict | None, LineError | None]:
     try:
-        text = content.decode("utf-8")
+        value = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise InvalidInput([LineError("invalid_file_format", "The file is not UTF-8 text.")]) from None
-    records, errors = [], []
-    for n, raw in enumerate(text.split("\n"), 1):
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw)
-        except ValueError as e:
-            errors.append(LineError("invalid_json_line", f"Line {n} is not valid JSON: {e}", n))
-            continue
-        if not isinstance(value, dict):
-            errors.append(LineError("invalid_json_line", f"Line {n} is not a JSON object.", n))
-            continue
-        records.append(Record(n, value))
-    if errors:
-        raise InvalidInput(errors[:MAX_ERRORS])
-    if not records:
-        raise InvalidInput([LineError("empty_file", "The file has no requests.")])
-    if len(records) > max_lines:
-        raise InvalidInput([LineError("too_many_requests",
-                                      f"The file has {len(records)} requests; a batch takes at most {max_lines}.")])
-    return records
+    except ValueError as e:
+        return None, LineError("invalid_json_line", f"Line {n} is not valid JSON: {e}", n)
+    if not isinstance(value, dict):
+        return None, LineError("invalid_json_line", f"Line {n} is not a JSON object.", n)
+    return value, None
 
 
-def requests_of(records: list[Record], endpoint: str) -> list[Request]:
-    """The batch's requests; InvalidInput listing (the first MAX_ERRORS of) every line that is not a
-    request for `endpoint`: method POST, url the endpoint, a unique string custom_id, a JSON object body
-    naming the same model as every other line, not streamed."""
-    out, errors, seen, model = [], [], set(), None
-    for i, rec in enumerate(records):
-        problem = _problem(rec, endpoint, seen)
-        if problem is None:
-            body = rec.value["body"]
-            model = body["model"] if model is None else model
-            if body["model"] != model:
-                problem = LineError("mismatched_model", f"Line {rec.line}: every request of a batch must use the "
-                                    f"same model ({model!r} on an earlier line).", rec.line, "body.model")
+def check_jsonl(content: bytes, *, max_lines: int, endpoint: str | None = None) -> int:
+    """How many requests the file holds; InvalidInput for a file that is not UTF-8 JSONL of objects, is empty
+    or holds more than `max_lines` requests, and, with `endpoint`, listing (the first MAX_ERRORS of) every
+    line that is not a request for it: method POST, url the endpoint, a unique string custom_id, a JSON object
+    body naming the same model as every other line, not streamed. One pass, a line at a time: no parsed line
+    is kept, only the custom_ids seen."""
+    errors: list[LineError] = []
+    seen: set[str] = set()
+    model, count = None, 0
+    for n, raw in lines_of(content):
+        count += 1
+        if count > max_lines or len(errors) >= MAX_ERRORS:
+            continue  # counted, not parsed: the answer is an error either way
+        value, problem = _json_object(n, raw)
+        if problem is None and endpoint is not None:
+            problem = _problem(n, value, endpoint, seen)
+            if problem is None:
+                model = value["body"]["model"] if model is None else model
+                if value["body"]["model"] != model:
+                    problem = LineError("mismatched_model", f"Line {n}: every request of a batch must use the "
+                                        f"same model ({model!r} on an earlier line).", n, "body.model")
+            if problem is None:
+                seen.add(value["custom_id"])
         if problem is not None:
             errors.append(problem)
-            continue
-        seen.add(rec.value["custom_id"])
-        out.append(Request(i, rec.line, rec.value["custom_id"], rec.value["body"]))
     if errors:
-        raise InvalidInput(errors[:MAX_ERRORS])
-    return out
+        raise InvalidInput(errors)
+    if count > max_lines:
+        raise InvalidInput([LineError("too_many_requests",
+                                      f"The file has {count} requests; a batch takes at most {max_lines}.")])
+    if not count:
+        raise InvalidInput([LineError("empty_file", "The file has no requests.")])
+    return count
 
 
-def _problem(rec: Record, endpoint: str, seen: set[str]) -> LineError | None:
-    v, n = rec.value, rec.line
+def request_lines(content: bytes, *, skip: Collection[int] = ()) -> Iterator[Line]:
+    """The (validated) file's requests, unparsed, but for the indexes in `skip` (lines already done)."""
+    for index, (n, raw) in enumerate(lines_of(content)):
+        if index not in skip:
+            yield Line(index, n, raw)
+
+
+def _problem(n: int, v: dict, endpoint: str, seen: set[str]) -> LineError | None:
     custom_id = v.get("custom_id")
     if not isinstance(custom_id, str) or not custom_id:
         return LineError("missing_required_parameter", f"Line {n}: custom_id must be a non-empty string.", n,

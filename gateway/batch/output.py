@@ -33,7 +33,3 @@ def _line(batch_id: str, index: int, custom_id: str, response: dict | None, erro
     # ASCII with escapes: any text the model or the client produced round-trips through any store.
     return json.dumps({"id": line_output_id(batch_id, index), "custom_id": custom_id, "response": response,
                        "error": error}, separators=(",", ":")).encode("ascii")
-
-
-def jsonl(lines: list[bytes]) -> bytes:
-    return b"".join(line + b"\n" for line in lines)

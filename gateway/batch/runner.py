@@ -19,14 +19,16 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from gateway.batch import output, state
+from gateway.batch.bounds import LIMIT_CODE, OutputBudget, budget
 from gateway.batch.ids import line_request_id, new_file_id
-from gateway.batch.input import InvalidInput, LineError, Request, parse_jsonl, requests_of
+from gateway.batch.input import InvalidInput, Line, LineError, Request, check_jsonl, request_lines
 from gateway.batch.output import LineResult
 from gateway.batch.store import BatchStore
 from gateway.batch.usage import LineUsage
 from gateway.db.models.batch import Batch
 from gateway.db.models.batch_file import BatchFile
 from gateway.db.types import utcnow
+from gateway.observability.outage import OutageLog
 
 log = logging.getLogger("tollgate.batch")
 SWEEP_ROUNDS, SWEEP_BATCH = 10, 200  # expired files deleted per sweep: at most 2,000, 200 to a transaction
@@ -59,10 +61,15 @@ class RunnerConfig:
     max_attempts: int = 3  # tries of a line that timed out or failed in the engine before its error is its answer
     output_expires_s: int = 30 * 24 * 3600  # a batch's output and error files expire this long after written
     sweep_s: float = 60.0  # how often this runner deletes expired files (idempotent: every replica may)
+    max_output_bytes: int = 200_000_000  # a batch's output and error files together (gateway.batch.bounds)
+    max_line_output_bytes: int = 20 * 2**20  # one line's output
+    files_quota: int | None = None  # the gateway's per-tenant file quota (a tenant's own wins); None: no quota
 
     def __post_init__(self) -> None:
         if self.concurrency < 1 or self.max_batches < 1 or self.max_requests < 1 or self.max_attempts < 1:
             raise ValueError("concurrency, max_batches, max_requests and max_attempts must be >= 1")
+        if self.max_output_bytes < 1 or self.max_line_output_bytes < 1:
+            raise ValueError("max_output_bytes and max_line_output_bytes must be >= 1")
         if self.output_expires_s < 1 or self.sweep_s <= 0:
             raise ValueError("output_expires_s must be >= 1 and sweep_s > 0")
         if self.poll_s <= 0 or self.stop_timeout_s < 0 or self.max_pause_s <= 0:
@@ -75,11 +82,12 @@ class RunnerConfig:
 class _Work:
     """One claimed batch's lines in this process."""
     batch: Batch
-    pending: deque[Request]
+    pending: deque[Line]  # parsed as each runs, not before
     paused_until: float = 0.0  # time.monotonic(): no new line before it
     halted: bool = False  # cancelled, expired, lease lost or the runner stopping: no new lines
     attempts: dict[int, int] = field(default_factory=dict)  # line index -> failed tries (of those with a fallback)
     lost: bool = False  # another runner holds the lease now
+    budget: OutputBudget | None = None  # what its files may still hold; None: unbounded
     workers: list[asyncio.Task] = field(default_factory=list)
 
 
@@ -95,6 +103,11 @@ class BatchRunner:
         self._stopping = False
         self._wake = asyncio.Event()
         self._next_sweep = time.monotonic() + self.config.sweep_s  # a sweep_s after start, then every sweep_s
+        # While the database is down, one line when each kind of work starts failing and one when it recovers.
+        self._claiming = OutageLog(log, "batch runner: claiming batches")
+        self._renewing = OutageLog(log, "batch runner: renewing leases")
+        self._sweeping = OutageLog(log, "batch runner: sweeping expired files")
+        self._watching = OutageLog(log, "batch runner: reading batch statuses")
 
     # --- lifecycle
 
@@ -130,8 +143,9 @@ class BatchRunner:
                 if room > 0 and not self._stopping:
                     for batch_id in await self.store.claim(self.owner, self.config.lease_s, room, list(self._tasks)):
                         self._tasks[batch_id] = asyncio.create_task(self._own(batch_id), name=f"batch-{batch_id}")
-            except Exception:
-                log.exception("batch runner: claiming batches failed; trying again")
+                    self._claiming.succeeded()
+            except Exception as e:
+                self._claiming.failed(e)
             try:
                 async with asyncio.timeout(self.config.poll_s):
                     await self._wake.wait()
@@ -143,10 +157,12 @@ class BatchRunner:
         """Keep every batch this runner holds, whatever step it is at; one it lost stops here."""
         for batch_id in list(self._tasks):
             try:
-                if await self.store.renew(batch_id, self.owner, self.config.lease_s):
+                renewed = await self.store.renew(batch_id, self.owner, self.config.lease_s)
+                self._renewing.succeeded()
+                if renewed:
                     continue
-            except Exception:
-                log.exception("batch %s: lease renewal failed; trying again", batch_id)
+            except Exception as e:
+                self._renewing.failed(e)
                 continue
             work = self._work.get(batch_id)
             if work is not None:
@@ -167,8 +183,9 @@ class BatchRunner:
                     log.info("batch runner: deleted %d expired files", n)
                 if n < SWEEP_BATCH:
                     break
-        except Exception:
-            log.exception("batch runner: sweeping expired files failed; trying again later")
+            self._sweeping.succeeded()
+        except Exception as e:
+            self._sweeping.failed(e)
 
     async def _own(self, batch_id: str) -> None:
         try:
@@ -202,13 +219,20 @@ class BatchRunner:
         if _expired(batch):
             return await self._to_finalizing(batch)
         try:
-            requests = await self._requests(batch)
+            content = await self._input(batch)
+            total = await asyncio.to_thread(check_jsonl, content, max_lines=self.config.max_requests,
+                                            endpoint=batch.endpoint)
         except InvalidInput as e:
             return await self.store.move(batch.id, self.owner, state.FAILED,
                                          errors=_errors_json(e.errors))
-        return await self.store.move(batch.id, self.owner, state.IN_PROGRESS, total=len(requests))
+        return await self.store.move(batch.id, self.owner, state.IN_PROGRESS, total=total)
 
-    async def _requests(self, batch: Batch) -> list[Request]:
+    async def _pending(self, batch: Batch, done: set[int]) -> deque[Line]:
+        """The validated input's lines not done yet, unparsed."""
+        content = await self._input(batch)
+        return await asyncio.to_thread(lambda: deque(request_lines(content, skip=done)))
+
+    async def _input(self, batch: Batch) -> bytes:
         content = await self.store.input_content(batch)
         if content is None:
             expired = await self.store.input_expired_at(batch)
@@ -217,16 +241,14 @@ class BatchRunner:
                                               f"{expired.isoformat()}.", param="input_file_id")])
             raise InvalidInput([LineError("file_not_found", f"The input file {batch.input_file_id} was deleted or "
                                           "has expired.", param="input_file_id")])
-        records = await asyncio.to_thread(parse_jsonl, content, max_lines=self.config.max_requests)
-        return requests_of(records, batch.endpoint)
+        return content
 
     async def _run(self, batch: Batch) -> bool:
         try:
-            requests = await self._requests(batch)
+            pending = await self._pending(batch, await self.store.done_lines(batch.id))
         except InvalidInput as e:  # the input file was deleted while the batch ran
             return await self.store.move(batch.id, self.owner, state.FAILED, errors=_errors_json(e.errors))
-        done = await self.store.done_lines(batch.id)
-        work = _Work(batch, deque(r for r in requests if r.index not in done))
+        work = _Work(batch, pending, budget=await self._budget(batch))
         self._work[batch.id] = work
         watch = asyncio.create_task(self._watch(work))
         try:
@@ -239,7 +261,28 @@ class BatchRunner:
             await asyncio.gather(watch, *work.workers, return_exceptions=True)
         if self._stopping or work.lost:
             return False
+        await self._over_budget(work)
         return await self._to_finalizing(batch)
+
+    async def _budget(self, batch: Batch) -> OutputBudget:
+        room = None
+        if self.config.files_quota is not None:
+            room = await self.store.quota_room(batch, self.config.files_quota)
+        return budget(max_output_bytes=self.config.max_output_bytes, max_line_bytes=self.config.max_line_output_bytes,
+                      used=await self.store.output_bytes(batch.id), quota_room=room)
+
+    async def _over_budget(self, work: _Work) -> None:
+        """Once the files are full, every line left fails unrun; the batch's errors say which limit it met."""
+        b = work.budget
+        if b is None or not (b.exhausted or b.refused):
+            return
+        batch = work.batch
+        while b.exhausted and work.pending:
+            r = work.pending.popleft().request()
+            await self.store.record_line(batch.id, r.index, False,
+                                         output.not_run(batch.id, r.index, r.custom_id, LIMIT_CODE, b.batch_message()))
+        message = b.batch_message() if b.exhausted else b.line_message()
+        await self.store.note_errors(batch.id, _errors_json([LineError(LIMIT_CODE, message)]))
 
     async def _watch(self, work: _Work) -> None:
         """Every poll: halt the batch when it is cancelled or its window runs out (the loop keeps its lease)."""
@@ -249,8 +292,9 @@ class BatchRunner:
             try:
                 if _expired(batch) or await self.store.status(batch.id) == state.CANCELLING:
                     work.halted = True
-            except Exception:
-                log.exception("batch %s: reading its status failed; trying again", batch.id)
+                self._watching.succeeded()
+            except Exception as e:
+                self._watching.failed(e)
 
     async def _lines(self, work: _Work) -> None:
         """One of the batch's workers: take a line, run it, record it, until none are left or it halts."""
@@ -262,22 +306,27 @@ class BatchRunner:
             async with self._slots:
                 if not work.pending or work.halted or work.paused_until > time.monotonic():
                     continue
-                request = work.pending.popleft()
+                pending = work.pending.popleft()
                 try:
+                    request = pending.request()  # kept parsed on the Line while it waits for a retry
                     result = await self._one(work.batch, request)
                 except Paused as p:
                     result = self._gave_up(work, request, p)
                     if result is None:
-                        work.pending.appendleft(request)
+                        work.pending.appendleft(pending)
                         work.paused_until = time.monotonic() + min(max(p.retry_after_s, 0.05), self.config.max_pause_s)
                         log.info("batch %s paused %.1fs: %s", work.batch.id, p.retry_after_s, p)
                         continue
                 except BaseException:
-                    work.pending.appendleft(request)  # cut off (shutdown): it runs again on resume
+                    work.pending.appendleft(pending)  # cut off (shutdown): it runs again on resume
                     raise
             request_id = line_request_id(work.batch.id, request.index)
             line = output.answered(work.batch.id, request.index, request.custom_id, request_id, result)
-            await asyncio.shield(self.store.record_line(work.batch.id, request.index, result.ok, line,
+            ok, refused = result.ok, work.budget and work.budget.admit(len(line))
+            if refused:  # ran and billed, but not written: its place in the error file says why
+                line, ok = output.not_run(work.batch.id, request.index, request.custom_id, LIMIT_CODE, refused), False
+                work.halted = work.halted or work.budget.exhausted
+            await asyncio.shield(self.store.record_line(work.batch.id, request.index, ok, line,
                                                         request_id=request_id, answered=LineUsage.of_body(result.body)))
 
     def _gave_up(self, work: _Work, request: Request, paused: Paused) -> LineResult | None:
@@ -309,28 +358,27 @@ class BatchRunner:
         unrun = []
         if not cancelled and len(done) < batch.total:
             try:
-                unrun = [r for r in await self._requests(batch) if r.index not in done]
+                unrun = [line.request() for line in await self._pending(batch, done)]
             except InvalidInput:
                 unrun = []
             for r in unrun:
                 await self.store.record_line(batch.id, r.index, False, output.not_run(
                     batch.id, r.index, r.custom_id, "batch_expired",
                     "This request could not be executed before the completion window expired."))
-        ok, failed = [], []
-        for line in await self.store.finished_lines(batch.id):
-            (ok if line.ok else failed).append(bytes(line.output))
         # Expired: lines left unrun, or the window ran out before it ever started.
         to = state.outcome(cancelled, expired=bool(unrun) or batch.in_progress_at is None)
         ttl = self.config.output_expires_s
-        return await self.store.finalize(batch, self.owner, to, _file(batch, ok, "output", ttl),
-                                         _file(batch, failed, "error", ttl))
+        out = _file(batch, await self.store.file_of_lines(batch.id, ok=True), "output", ttl)
+        errors = _file(batch, await self.store.file_of_lines(batch.id, ok=False), "error", ttl)
+        return await self.store.finalize(batch, self.owner, to, out, errors)
 
 
-def _file(batch: Batch, lines: list[bytes], what: str, expires_s: int) -> BatchFile | None:
-    """An output or error file: written by the system, so never refused for the tenant's storage quota."""
-    if not lines:
+def _file(batch: Batch, content: bytearray, what: str, expires_s: int) -> BatchFile | None:
+    """An output or error file: written by the system, never refused at this point; its lines were bounded
+    as they ran (gateway.batch.bounds) by the gateway's limit and the tenant's quota room, which it counts in."""
+    if not content:
         return None
-    content, now = output.jsonl(lines), utcnow()
+    now = utcnow()
     return BatchFile(id=new_file_id(), tenant_id=batch.tenant_id, filename=f"{batch.id}_{what}.jsonl",
                      purpose="batch_output", bytes=len(content), content=content, created_at=now,
                      expires_at=now + timedelta(seconds=expires_s))

@@ -63,6 +63,18 @@ class BatchStore:
         return await self.run(batches.record_line, batch_id=batch_id, line=line, ok=ok, output=output, now=utcnow(),
                               request_id=request_id, answered=answered)
 
+    async def output_bytes(self, batch_id: str) -> int:
+        return await self.run(batches.output_bytes, batch_id=batch_id)
+
+    async def quota_room(self, batch: Batch, quota: int) -> int:
+        return await self.run(batch_files.quota_room, tenant_id=batch.tenant_id, quota=quota)
+
+    async def note_errors(self, batch_id: str, errors: bytes) -> None:
+        await self.run(batches.note_errors, batch_id=batch_id, errors=errors)
+
+    async def file_of_lines(self, batch_id: str, *, ok: bool) -> bytearray:
+        return await self.run(batches.file_of_lines, batch_id=batch_id, ok=ok)
+
     async def finished_lines(self, batch_id: str):
         return await self.run(batches.finished_lines, batch_id=batch_id)
 

@@ -26,6 +26,7 @@ from gateway.crud.usage import insert_usage
 from gateway.db.database import Database
 from gateway.db.errors import database_unavailable
 from gateway.db.types import utcnow
+from gateway.observability.outage import OutageLog
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +121,7 @@ class Ledger:
         self._stopping = False
         self._closed = False
         self._database_down = False  # the last insert (or probe) could not reach the database
+        self._replaying = OutageLog(log, "usage ledger: replaying the spool")
         self.spooled = self.replayed = self.rejected = self.lost = 0  # rows, since start
 
     @property
@@ -424,8 +426,9 @@ class Ledger:
             try:
                 if self._spool.pending and await asyncio.to_thread(self._reachable):
                     await self.replay()
-            except Exception:
-                log.exception("usage ledger: spool replay failed; trying again in %.1fs", self._replay_interval_s)
+                self._replaying.succeeded()
+            except Exception as e:
+                self._replaying.failed(e)
             try:
                 async with asyncio.timeout(self._replay_interval_s):
                     await self._replay_wake.wait()

@@ -16,6 +16,7 @@ from gateway.catalogue import Catalogue
 from gateway.crud.prices import list_prices, priced_models, set_price
 from gateway.db.database import Database
 from gateway.db.types import MONEY_QUANTUM, utcnow
+from gateway.observability.outage import OutageLog
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ class PriceBook:
                  batch_discounts: dict[str, Decimal] | None = None) -> None:
         """`batch_discounts`: per model, the fraction a batch line saves (the catalogue's); others 0.5."""
         self._database = database
+        self._refresh_outage = OutageLog(log, "price refresh (keeping the prices loaded earlier)")
         self._batch_discounts = dict(batch_discounts or {})
         self._refresh_s = refresh_s
         self._lock = threading.Lock()
@@ -93,9 +95,10 @@ class PriceBook:
     def _background_reload(self) -> None:
         try:
             self.reload()
-        except Exception:
+            self._refresh_outage.succeeded()
+        except Exception as e:
             # Keep serving the prices already loaded; try again after another refresh_s.
-            log.exception("price refresh failed; keeping the prices loaded earlier")
+            self._refresh_outage.failed(e)
             self._loaded_at = time.monotonic()
         finally:
             self._refreshing = False

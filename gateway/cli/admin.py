@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from dataclasses import dataclass, field
 
@@ -55,6 +56,15 @@ def _tenant_fields() -> list[str]:
 def _add_tenant_options(p: argparse.ArgumentParser) -> None:
     for flag, dest, kind in _TENANT_OPTIONS:
         p.add_argument(flag, dest=dest, type=kind, default=argparse.SUPPRESS)
+
+
+def _prompt_body(args: argparse.Namespace) -> dict:
+    """The version's content from a JSON file ({"messages", "model"?, "params"?}), with the name and owner."""
+    with open(args.file) as f:
+        content = json.load(f)
+    if not isinstance(content, dict):
+        raise SystemExit(f"{args.file}: expected a JSON object with messages, model and params")
+    return {**content, "name": args.name, **({"tenant_id": args.tenant} if args.tenant else {})}
 
 
 def _month(p: argparse.ArgumentParser) -> None:
@@ -118,6 +128,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cached-input")
     p.add_argument("--cached-output")
     p.add_argument("--effective-from", help="ISO 8601 time (default: now)")
+
+    prompts = groups.add_parser("prompts", help="stored prompts and their owners").add_subparsers(
+        dest="action", required=True)
+    p = _leaf(prompts, "create", "create a prompt (version 1) from a JSON file", lambda a: Call(
+        "POST", "/admin/prompts", _prompt_body(a)))
+    p.add_argument("name")
+    p.add_argument("--file", required=True, help='JSON: {"messages": [...], "model"?: ..., "params"?: {...}}')
+    p.add_argument("--tenant", help="the owning tenant's id: only its keys can use the prompt (default: shared)")
+    p = _leaf(prompts, "list", "every prompt with its owner (tenant_id null: shared)", lambda a: Call(
+        "GET", "/admin/prompts", params={"tenant_id": a.tenant} if a.tenant else {}))
+    p.add_argument("--tenant", help="only this tenant's own prompts")
+    p = _leaf(prompts, "show", "a prompt's owner, versions and labels", lambda a: Call(
+        "GET", f"/admin/prompts/{a.name}"))
+    p.add_argument("name")
 
     p = _leaf(groups, "bill", "a tenant's bill for a month", lambda a: Call(
         "GET", f"/admin/tenants/{a.tenant}/bill", params=_params(a)))

@@ -2,7 +2,8 @@
 
 The value is `<base64 JSON>.<HMAC-SHA256>` under a key derived from the admin key, so every gateway replica
 accepts the others' sessions, and changing the admin key signs everyone out. Signing out adds the session id
-to this process' `Revocations` (and deletes the cookie in the browser)."""
+to this process' `Revocations` and tells every other replica (a SessionRevoked event), and deletes the cookie
+in the browser."""
 from __future__ import annotations
 
 import base64
@@ -12,6 +13,8 @@ import json
 import secrets
 import time
 from dataclasses import asdict, dataclass, field
+
+from gateway.security.session_revocations import SessionRevocations
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +68,14 @@ class SessionCodec:
 
 
 class Revocations:
-    """Session ids signed out in this process, kept until they would have expired anyway."""
+    """Sessions signed out, kept until they would have expired anyway: in the process's SessionRevocations,
+    which the event handlers fill with other replicas' sign-outs."""
 
-    def __init__(self) -> None:
-        self._until: dict[str, float] = {}
+    def __init__(self, store: SessionRevocations | None = None) -> None:
+        self.store = store if store is not None else SessionRevocations()
 
     def revoke(self, session: ConsoleSession) -> None:
-        now = time.time()
-        self._until = {sid: t for sid, t in self._until.items() if t > now}
-        self._until[session.sid] = session.expires_at
+        self.store.revoke(session.sid, session.expires_at)
 
     def revoked(self, session: ConsoleSession) -> bool:
-        return session.sid in self._until
+        return self.store.revoked(session.sid)

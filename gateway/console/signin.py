@@ -15,6 +15,7 @@ from gateway.console.render import render
 from gateway.console.session import ConsoleSession
 from gateway.console.state import console_state
 from gateway.console.viewer import FormDep, ViewerDep
+from gateway.events.events import SessionRevoked
 from gateway.security.admin_key import admin_actor, admin_key_matches
 from gateway.security.authenticator import AuthUnavailable, InvalidKey
 
@@ -90,8 +91,9 @@ async def login(request: Request) -> Response:
 
 @router.post("/logout")
 async def logout(request: Request, viewer: ViewerDep, form: FormDep) -> Response:
-    """End the session here and in the browser."""
+    """End the session on every replica and in the browser."""
     console_state(request).revocations.revoke(viewer.session)
+    request.app.state.services.events.publish(SessionRevoked(viewer.session.sid, viewer.session.expires_at))
     response = RedirectResponse("/console/login?notice=signed_out", status_code=303)
     response.delete_cookie(COOKIE, path="/console", httponly=True, samesite="strict")
     return response

@@ -20,8 +20,10 @@ class ConsoleState:
     token_rate: TokenRate = field(default_factory=TokenRate)  # the workers page's tokens/s
 
     @classmethod
-    def for_admin_key(cls, admin_key: str, config: ConsoleConfig) -> "ConsoleState":
-        return cls(config, SessionCodec(derive_key(admin_key, "session")), CsrfTokens(derive_key(admin_key, "csrf")))
+    def for_admin_key(cls, admin_key: str, config: ConsoleConfig,
+                      revocations: Revocations | None = None) -> "ConsoleState":
+        return cls(config, SessionCodec(derive_key(admin_key, "session")), CsrfTokens(derive_key(admin_key, "csrf")),
+                   revocations or Revocations())
 
 
 def console_state(request: Request) -> ConsoleState:
@@ -31,5 +33,6 @@ def console_state(request: Request) -> ConsoleState:
     if state is None:
         services = app.state.services
         config = ConsoleConfig(session_ttl_s=services.settings.console_session_ttl_s)
-        state = app.state.console = ConsoleState.for_admin_key(services.admin_key, config)
+        state = app.state.console = ConsoleState.for_admin_key(
+            services.admin_key, config, Revocations(services.session_revocations))
     return state

@@ -32,6 +32,12 @@ def stored_bytes(session: Session, *, tenant_id: str, now: datetime | None = Non
                               .where(BatchFile.tenant_id == tenant_id, _live(now or utcnow()))))
 
 
+def quota_room(session: Session, *, tenant_id: str, quota: int, now: datetime | None = None) -> int:
+    """Bytes the tenant may still store: its own files_max_bytes (else `quota`, the gateway's) less its files."""
+    own = session.scalar(select(Tenant.files_max_bytes).where(Tenant.id == tenant_id))
+    return (own if own is not None else quota) - stored_bytes(session, tenant_id=tenant_id, now=now)
+
+
 def create_file(session: Session, *, tenant_id: str, file_id: str, filename: str, purpose: str, content: bytes,
                 created_at: datetime | None = None, expires_at: datetime | None = None,
                 quota: int | None = None) -> BatchFile:

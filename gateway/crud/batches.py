@@ -170,3 +170,27 @@ def line_counts(session: Session, *, batch_id: str) -> tuple[int, int]:
     rows = dict(session.execute(select(BatchLine.ok, func.count()).where(BatchLine.batch_id == batch_id)
                                 .group_by(BatchLine.ok)).all())
     return int(rows.get(True, 0)), int(rows.get(False, 0))
+
+
+def output_bytes(session: Session, *, batch_id: str) -> int:
+    """Bytes the batch's recorded lines hold: what its output and error files will."""
+    return int(session.scalar(select(func.coalesce(func.sum(func.length(BatchLine.output)), 0))
+                              .where(BatchLine.batch_id == batch_id)))
+
+
+def note_errors(session: Session, *, batch_id: str, errors: bytes) -> None:
+    """The batch's `errors` (JSON list), unless it has some already."""
+    session.execute(update(Batch).where(Batch.id == batch_id, Batch.errors.is_(None)).values(errors=errors))
+    session.commit()
+
+
+def file_of_lines(session: Session, *, batch_id: str, ok: bool, chunk: int = 256) -> bytearray:
+    """The output (ok) or error file's content: the lines' JSON, a newline after each, read from the database a
+    few hundred rows at a time into one buffer (never a list of lines and a joined copy besides)."""
+    out = bytearray()
+    rows = session.execute(select(BatchLine.output).where(BatchLine.batch_id == batch_id, BatchLine.ok.is_(ok))
+                           .order_by(BatchLine.line).execution_options(yield_per=chunk))
+    for (line,) in rows:
+        out += line
+        out += b"\n"
+    return out

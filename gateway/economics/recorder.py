@@ -24,6 +24,7 @@ from typing import Protocol, runtime_checkable
 from gateway.crud.replica_minutes import record_replica_minute
 from gateway.db.database import Database
 from gateway.db.types import utcnow
+from gateway.observability.outage import OutageLog
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ class ReplicaRecorder:
         self._config = config or RecorderConfig()
         self._clock = clock
         self._task: asyncio.Task | None = None
+        self._sampling = OutageLog(log, "replica recorder: sampling")
 
     def sample(self) -> dict[str, int]:
         """Record this minute's counts now (blocking: a worker thread's job); returns them."""
@@ -88,7 +90,8 @@ class ReplicaRecorder:
     async def _sample_logged(self) -> None:
         try:
             await asyncio.to_thread(self.sample)
-        except Exception:
+            self._sampling.succeeded()
+        except Exception as e:
             # A supervisor loop: a failed sample (the database briefly down) loses at most this sample; the minute
             # is written again by the next one.
-            log.exception("replica recorder: sampling failed")
+            self._sampling.failed(e)

@@ -35,15 +35,21 @@ class UpstreamChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionRevoked:
+    sid: str  # a console session signed out: refused on every replica
+    until: float  # Unix seconds: when it expires anyway (then it need not be remembered)
+
+
+@dataclass(frozen=True, slots=True)
 class Resync:
     """Rebuild everything from the database: sent when events were dropped (a full outbox)."""
 
 
-Event = RouteChanged | CacheInvalidated | TenantChanged | KeyRevoked | UpstreamChanged | Resync
+Event = RouteChanged | CacheInvalidated | TenantChanged | KeyRevoked | SessionRevoked | UpstreamChanged | Resync
 
 KINDS: dict[str, type] = {"route_changed": RouteChanged, "cache_invalidated": CacheInvalidated,
-                          "tenant_changed": TenantChanged, "key_revoked": KeyRevoked, "resync": Resync,
-                          "upstream_changed": UpstreamChanged}
+                          "tenant_changed": TenantChanged, "key_revoked": KeyRevoked,
+                          "session_revoked": SessionRevoked, "upstream_changed": UpstreamChanged, "resync": Resync}
 _KIND_OF = {cls: kind for kind, cls in KINDS.items()}
 
 

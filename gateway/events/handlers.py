@@ -1,25 +1,30 @@
-"""What another replica's change means here: re-read a route, forget cached keys and answers."""
+"""What another replica's change means here: re-read a route, forget cached keys and answers, refuse a
+console session signed out there."""
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from gateway.events.events import CacheInvalidated, Event, KeyRevoked, RouteChanged, TenantChanged, UpstreamChanged
+from gateway.events.events import (CacheInvalidated, Event, KeyRevoked, RouteChanged, SessionRevoked, TenantChanged,
+                                   UpstreamChanged)
 from gateway.routing.router import Router
 from gateway.security.authenticator import KeyAuthenticator
+from gateway.security.session_revocations import SessionRevocations
 
 
 class ReplicaHandlers:
     """The gateway's Applier (gateway.events.bus). `cache` is the SemanticCache, when enabled; `upstreams` the
     LiveUpstreams (gateway.upstreams.live), when the catalogue names upstreams."""
 
-    def __init__(self, router: Router, authenticator: KeyAuthenticator, cache=None, upstreams=None) -> None:
+    def __init__(self, router: Router, authenticator: KeyAuthenticator, cache=None, upstreams=None,
+                 sessions: SessionRevocations | None = None) -> None:
         self._router, self._authenticator, self._cache = router, authenticator, cache
         self._upstreams = upstreams
+        self._sessions = sessions if sessions is not None else SessionRevocations()
         self._handlers: dict[type, Callable[[Event], Awaitable[None]]] = {
             RouteChanged: self._route_changed, CacheInvalidated: self._cache_invalidated,
             TenantChanged: self._tenant_changed, KeyRevoked: self._key_revoked,
-            UpstreamChanged: self._upstream_changed}
+            SessionRevoked: self._session_revoked, UpstreamChanged: self._upstream_changed}
 
     async def apply(self, event: Event) -> None:
         await self._handlers[type(event)](event)
@@ -56,3 +61,6 @@ class ReplicaHandlers:
     async def _upstream_changed(self, event: UpstreamChanged) -> None:
         if self._upstreams is not None:
             await self._upstreams.reload(event.name)  # a database read; resets its health and circuit
+
+    async def _session_revoked(self, event: SessionRevoked) -> None:
+        self._sessions.revoke(event.sid, event.until)

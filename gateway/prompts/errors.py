@@ -18,6 +18,10 @@ class PromptExists(PromptError):
     """A prompt of that name already exists."""
 
 
+class UnknownOwner(PromptError):
+    """A prompt's owner names no tenant."""
+
+
 class InvalidTarget(PromptError):
     """A label target that cannot be served: weights not summing to 100, unknown versions."""
 

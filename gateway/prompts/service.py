@@ -25,12 +25,17 @@ class PromptService:
         self._versions: OrderedDict[tuple[str, int], PromptVersion] = OrderedDict()
         self._max = max_cached_versions
 
-    async def resolve(self, ref: PromptRef, *, key: str) -> PromptVersion:
-        """The version `ref` names for caller `key` (user or request id: a weighted label is sticky per key)."""
-        return await asyncio.to_thread(self.resolve_now, ref, key=key)
+    async def resolve(self, ref: PromptRef, *, key: str, tenant_id: str) -> PromptVersion:
+        """The version `ref` names for caller `key` (user or request id: a weighted label is sticky per key),
+        as tenant `tenant_id` sees it."""
+        return await asyncio.to_thread(self.resolve_now, ref, key=key, tenant_id=tenant_id)
 
-    def resolve_now(self, ref: PromptRef, *, key: str) -> PromptVersion:
+    def resolve_now(self, ref: PromptRef, *, key: str, tenant_id: str) -> PromptVersion:
+        """Another tenant's prompt is answered exactly as a missing one, before anything else is looked up:
+        its labels, versions and variables stay unknown to the caller."""
         with self._database.session() as session:
+            if not store.visible_to(session, name=ref.name, tenant_id=tenant_id):
+                raise PromptNotFound(f"No prompt named {ref.name!r}.", param="prompt.id")
             return self._version(session, ref.name, self._pick(session, ref, key))
 
     def _pick(self, session: Session, ref: PromptRef, key: str) -> int:

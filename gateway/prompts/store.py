@@ -11,8 +11,9 @@ from sqlalchemy.orm import Session
 
 from gateway.db.models.prompt import Prompt, PromptVersionRow
 from gateway.db.models.prompt_label import PromptLabel, PromptLabelMove
+from gateway.db.models.tenant import Tenant
 from gateway.db.types import utcnow
-from gateway.prompts.errors import NoPreviousTarget, PromptExists, PromptNotFound
+from gateway.prompts.errors import NoPreviousTarget, PromptExists, PromptNotFound, UnknownOwner
 from gateway.prompts.types import LabelState, PromptVersion
 
 # (session, what was written) -> None: records the audit row in the same transaction.
@@ -41,17 +42,32 @@ def exists(session: Session, *, name: str) -> bool:
     return session.get(Prompt, name) is not None
 
 
+def owner(session: Session, *, name: str) -> tuple[bool, str | None]:
+    """(whether the prompt exists, its owning tenant: None when shared)."""
+    row = session.execute(select(Prompt.tenant_id).where(Prompt.name == name)).first()
+    return (False, None) if row is None else (True, row[0])
+
+
+def visible_to(session: Session, *, name: str, tenant_id: str) -> bool:
+    """Whether `tenant_id`'s keys may serve the prompt: it exists and is shared or theirs."""
+    found, owned_by = owner(session, name=name)
+    return found and owned_by in (None, tenant_id)
+
+
 def _require(session: Session, name: str) -> None:
     if not exists(session, name=name):
         raise PromptNotFound(f"No prompt named {name!r}.", param="name")
 
 
 def create_prompt(session: Session, *, name: str, messages: list[dict], model: str | None, params: dict,
-                  audit: Audit | None = None) -> PromptVersion:
-    """The prompt and its version 1; PromptExists when the name is taken."""
+                  tenant_id: str | None = None, audit: Audit | None = None) -> PromptVersion:
+    """The prompt and its version 1, owned by `tenant_id` (None: shared); PromptExists when the name is
+    taken, UnknownOwner when the tenant does not exist."""
     if exists(session, name=name):
         raise PromptExists(f"A prompt named {name!r} already exists.", param="name")
-    session.add(Prompt(name=name))
+    if tenant_id is not None and session.get(Tenant, tenant_id) is None:
+        raise UnknownOwner(f"No tenant with id {tenant_id!r}.", param="tenant_id")
+    session.add(Prompt(name=name, tenant_id=tenant_id))
     session.flush()  # the prompt row before its version's (no ORM relationship orders them)
     return _write_version(session, name=name, version=1, messages=messages, model=model, params=params,
                           audit=audit, taken=PromptExists(f"A prompt named {name!r} already exists.", param="name"))
@@ -83,12 +99,15 @@ def _write_version(session: Session, *, name: str, version: int, messages: list[
     return out
 
 
-def list_names(session: Session) -> list[tuple[str, Any, int]]:
-    """(name, created_at, latest version) for every prompt, by name."""
-    stmt = (select(Prompt.name, Prompt.created_at, func.max(PromptVersionRow.version))
+def list_names(session: Session, *, tenant_id: str | None = None) -> list[tuple[str, str | None, Any, int]]:
+    """(name, owner, created_at, latest version) for every prompt, by name; with `tenant_id`, only that
+    tenant's own prompts."""
+    stmt = (select(Prompt.name, Prompt.tenant_id, Prompt.created_at, func.max(PromptVersionRow.version))
             .join(PromptVersionRow, PromptVersionRow.name == Prompt.name)
-            .group_by(Prompt.name, Prompt.created_at).order_by(Prompt.name))
-    return [(n, c, int(v)) for n, c, v in session.execute(stmt)]
+            .group_by(Prompt.name, Prompt.tenant_id, Prompt.created_at).order_by(Prompt.name))
+    if tenant_id is not None:
+        stmt = stmt.where(Prompt.tenant_id == tenant_id)
+    return [(n, t, c, int(v)) for n, t, c, v in session.execute(stmt)]
 
 
 def versions(session: Session, *, name: str) -> list[PromptVersion]:

@@ -25,8 +25,10 @@ class PromptVersionBody(BaseModel):
 
 
 class PromptCreate(PromptVersionBody):
-    """POST /admin/prompts."""
+    """POST /admin/prompts. `tenant_id`: the owner, the only tenant whose keys can serve it; absent, the
+    prompt is shared by every tenant."""
     name: str = Field(pattern=PROMPT_NAME)
+    tenant_id: str | None = Field(None, min_length=1, max_length=36)
 
 
 class LabelSet(BaseModel):
@@ -39,6 +41,7 @@ class LabelSet(BaseModel):
 class PromptCreated(BaseModel):
     name: str
     version: int
+    tenant_id: str | None = None
 
 
 class PromptVersionOut(BaseModel):
@@ -70,12 +73,14 @@ class LabelOut(BaseModel):
 
 class PromptOut(BaseModel):
     name: str
+    tenant_id: str | None  # the owner; None: shared
     versions: list[PromptVersionOut]
     labels: dict[str, LabelOut]
 
 
 class PromptSummary(BaseModel):
     name: str
+    tenant_id: str | None  # the owner; None: shared
     latest_version: int
     created_at: datetime | None
 

@@ -23,6 +23,7 @@ from ray.exceptions import RayError, RayTaskError
 from ray.serve.exceptions import BackPressureError, RayServeException
 
 from gateway.catalogue import Catalogue
+from gateway.observability.outage import OutageLog
 from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, TenantQueueFull, VersionInfo,
                                   VersionOverloaded, VersionUnavailable)
 from gateway.serving.pool import versions_from_catalogue
@@ -61,6 +62,8 @@ class RayServeBackend:
         self._models = {v: v.partition("@")[0] for v in self._configs}
         self._first_chunk_timeout_s = first_chunk_timeout_s
         self._health_poll_s = health_poll_s
+        self._health_outage = OutageLog(log, "ray backend: the health poll")
+        self._metrics_outage = OutageLog(log, "ray backend: reading engine metrics from the hub")
         self._handles: dict[str, serve.handle.DeploymentHandle] = {}
         self._inputs: dict[str, InputProcessor] = {}
         self._health = VersionHealth()
@@ -178,17 +181,19 @@ class RayServeBackend:
             await asyncio.sleep(self._health_poll_s)
             try:
                 await self._refresh_health()
-            except Exception:
+                self._health_outage.succeeded()
+            except Exception as e:
                 # A supervisor loop: a failed poll (the controller briefly unreachable, say) keeps
-                # the last view; it is logged with its traceback and the next poll tries again.
-                log.exception("ray backend: health poll failed")
+                # the last view; logged when polls start failing and when they work again.
+                self._health_outage.failed(e)
 
     async def _poll_engine_metrics(self) -> None:
         while True:
             try:
                 self._engine_metrics.update(await read_hub())
+                self._metrics_outage.succeeded()
             except Exception as e:  # metrics never take the backend down: keep the last view, try again
-                log.warning("ray backend: engine metrics not read from the hub: %s", e)
+                self._metrics_outage.failed(e)
             await asyncio.sleep(self._metrics_poll_s)
 
     @property

@@ -17,8 +17,10 @@ REQUIRED: dict[str, list[str]] = {
                    "spec.template.spec.containers"],
     "Service": ["spec.selector", "spec.ports"],
     "Job": ["spec.template.spec.containers", "spec.template.spec.restartPolicy"],
+    "NetworkPolicy": ["spec.podSelector.matchLabels", "spec.policyTypes", "spec.ingress"],
 }
-API_VERSIONS = {"RayService": "ray.io/v1", "Deployment": "apps/v1", "Service": "v1", "Job": "batch/v1"}
+API_VERSIONS = {"RayService": "ray.io/v1", "Deployment": "apps/v1", "Service": "v1", "Job": "batch/v1",
+                "NetworkPolicy": "networking.k8s.io/v1"}
 
 
 def get(doc: dict, path: str):
@@ -106,7 +108,7 @@ def test_dockerfiles_copy_what_exists_and_install_the_models(root, dockerfile):
 
 
 def test_core_manifests_pass_the_kubernetes_schemas(root):
-    """Deployment, Service and Job against the Kubernetes OpenAPI schemas (bundled offline by
+    """Deployment, Service, Job and NetworkPolicy against the Kubernetes OpenAPI schemas (bundled offline by
     kubernetes-validate; strict: unknown fields fail). RayService is a CRD: checked above."""
     kv = pytest.importorskip("kubernetes_validate")
     for doc in manifests(root):
@@ -131,3 +133,57 @@ def test_rayservice_has_a_gpu_worker_group_on_the_cuda_image(root):
 def test_worker_dockerfile_has_a_cuda_variant(root):
     text = (root / "deploy" / "Dockerfile.worker").read_text()
     assert "ARG VARIANT=cpu" in text and "cuda)" in text and "download.pytorch.org/whl/$CUDA_WHEELS" in text
+
+
+def _pod_labels(root) -> dict[str, dict[str, str]]:
+    """Each pod template's labels: the gateway, the migrate job, Ray's head and each worker group."""
+    [deployment] = by_kind(root, "Deployment")
+    [job] = by_kind(root, "Job")
+    [rayservice] = by_kind(root, "RayService")
+    cluster = rayservice["spec"]["rayClusterConfig"]
+    pods = {"gateway": deployment["spec"]["template"]["metadata"]["labels"],
+            "migrate": job["spec"]["template"].get("metadata", {}).get("labels", {}),
+            "ray-head": cluster["headGroupSpec"]["template"]["metadata"]["labels"]}
+    for group in cluster["workerGroupSpecs"]:
+        pods[group["groupName"]] = group["template"]["metadata"]["labels"]
+    return pods
+
+
+def _selects(selector: dict, labels: dict) -> bool:
+    return selector.get("matchLabels", {}).items() <= labels.items() and not selector.get("matchExpressions")
+
+
+def _reaches(policies: list[dict], source: dict, dest: dict, port: int) -> bool:
+    """NetworkPolicy's ingress semantics (one namespace; a pod no policy selects takes everything)."""
+    applying = [p for p in policies if _selects(p["spec"]["podSelector"], dest)]
+    if not applying:
+        return True
+    for policy in applying:
+        for rule in policy["spec"].get("ingress", []):
+            peers = rule.get("from")
+            ports = rule.get("ports")
+            peer_ok = peers is None or any(_selects(peer.get("podSelector", {}), source) for peer in peers)
+            port_ok = ports is None or any(p["port"] == port for p in ports)
+            if peer_ok and port_ok:
+                return True
+    return False
+
+
+@pytest.mark.parametrize("source, dest, port, allowed", [
+    ("gateway", "ray-head", 6379, True), ("gateway", "ray-head", 8265, True), ("gateway", "ray-head", 10001, True),
+    ("cpu-workers", "ray-head", 6379, True), ("gpu-workers", "ray-head", 6379, True),
+    ("migrate", "ray-head", 8265, False), ("migrate", "ray-head", 6379, False), ("stranger", "ray-head", 8265, False),
+    ("stranger", "ray-head", 10001, False), ("operator", "ray-head", 8265, True), ("operator", "ray-head", 52365, True),
+    ("operator", "ray-head", 6379, False),
+    ("ray-head", "cpu-workers", 12345, True), ("gpu-workers", "cpu-workers", 8000, True),
+    ("gateway", "gpu-workers", 12345, True),  # a Serve handle call to a replica
+    ("stranger", "cpu-workers", 8000, False), ("migrate", "gpu-workers", 12345, False),
+    ("operator", "cpu-workers", 8265, False),
+    ("stranger", "gateway", 8000, True), ("stranger", "gateway", 6379, False), ("ray-head", "gateway", 40000, True),
+])
+def test_network_policies_let_only_ray_and_the_gateway_reach_ray(root, source, dest, port, allowed):
+    pods = _pod_labels(root)
+    pods["stranger"] = {"app": "someone-else"}
+    pods["operator"] = {"app.kubernetes.io/name": "kuberay-operator"}
+    policies = by_kind(root, "NetworkPolicy")
+    assert _reaches(policies, pods[source], pods[dest], port) is allowed

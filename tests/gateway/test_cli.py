@@ -91,6 +91,19 @@ def test_the_whole_admin_flow(capsys, gateway_url, tmp_path):
     assert out_file.read_bytes().decode() == csv_text  # CRLF rows, as the CSV RFC has them
 
 
+def test_prompts_show_their_owner(capsys, gateway_url, tmp_path):
+    tid = admin(capsys, gateway_url, "tenants", "create", "owner")["id"]
+    content = tmp_path / "prompt.json"
+    content.write_text(json.dumps({"messages": [{"role": "system", "content": "Hi {{name}}"}]}))
+    assert admin(capsys, gateway_url, "prompts", "create", "mine", "--file", str(content),
+                 "--tenant", tid)["tenant_id"] == tid
+    assert admin(capsys, gateway_url, "prompts", "create", "ours", "--file", str(content))["tenant_id"] is None
+    listed = admin(capsys, gateway_url, "prompts", "list")["data"]
+    assert [(p["name"], p["tenant_id"]) for p in listed] == [("mine", tid), ("ours", None)]
+    assert [p["name"] for p in admin(capsys, gateway_url, "prompts", "list", "--tenant", tid)["data"]] == ["mine"]
+    assert admin(capsys, gateway_url, "prompts", "show", "mine")["tenant_id"] == tid
+
+
 def test_gateway_errors_are_reported_with_exit_code_1(capsys, gateway_url):
     rc, out, err = run(capsys, "admin", "bill", "--tenant", "nope", "--url", gateway_url,
                        "--admin-key", TEST_ADMIN_KEY)

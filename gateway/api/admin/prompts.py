@@ -61,9 +61,12 @@ def _content(body: PromptVersionBody) -> dict[str, Any]:
     return {"messages": [m.model_dump() for m in body.messages], "model": body.model, "params": body.params}
 
 
-def _audit(auditor: Auditor, action: str, target: Target, before: Any = None):
+def _audit(auditor: Auditor, action: str, target: Target, before: Any = None, *, owner: str | None = None):
     def hook(session: Session, after: PromptVersion | LabelState) -> None:
-        auditor.record(session, action, target, before=before, after=_jsonable(after))
+        state = _jsonable(after)
+        if owner is not None:
+            state["tenant_id"] = owner
+        auditor.record(session, action, target, before=before, after=state)
     return hook
 
 
@@ -94,18 +97,19 @@ def _label_out(session: Session, state: LabelState, *, history: bool = True) -> 
 def create(body: PromptCreate, session: SessionDep, auditor: AuditorDep) -> PromptCreated:
     """Create a prompt: its version 1."""
     try:
-        v = store.create_prompt(session, name=body.name, **_content(body),
-                                audit=_audit(auditor, "prompt.create", Target("prompt", body.name)))
+        v = store.create_prompt(session, name=body.name, tenant_id=body.tenant_id, **_content(body),
+                                audit=_audit(auditor, "prompt.create", Target("prompt", body.name),
+                                             owner=body.tenant_id))
     except PromptError as e:
         raise _api_error(e) from None
-    return PromptCreated(name=v.name, version=v.version)
+    return PromptCreated(name=v.name, version=v.version, tenant_id=body.tenant_id)
 
 
 @router.get("/prompts", response_model=PromptList)
-def list_all(session: SessionDep) -> PromptList:
-    """Every prompt, with its latest version number."""
-    return PromptList(data=[PromptSummary(name=n, latest_version=v, created_at=c)
-                            for n, c, v in store.list_names(session)])
+def list_all(session: SessionDep, tenant_id: str | None = None) -> PromptList:
+    """Every prompt (or one tenant's own), with its owner and latest version number."""
+    return PromptList(data=[PromptSummary(name=n, tenant_id=t, latest_version=v, created_at=c)
+                            for n, t, c, v in store.list_names(session, tenant_id=tenant_id)])
 
 
 @router.post("/prompts/{name}/versions", status_code=201, response_model=PromptCreated)
@@ -125,7 +129,7 @@ def read(name: str, session: SessionDep) -> PromptOut:
         versions = store.versions(session, name=name)
     except PromptError as e:
         raise _api_error(e) from None
-    return PromptOut(name=name, versions=[_version_out(v) for v in versions],
+    return PromptOut(name=name, tenant_id=store.owner(session, name=name)[1], versions=[_version_out(v) for v in versions],
                      labels={s.label: _label_out(session, s) for s in store.labels(session, name=name)})
 
 

@@ -7,11 +7,12 @@ from fastapi import APIRouter, Path, Query
 
 from gateway.alerts.events import PING, AlertEvent
 from gateway.alerts.outbox import emit
+from gateway.alerts.targets import TargetPolicy, UnsafeTarget
 from gateway.alerts.webhooks import (create_webhook, get_webhook, list_deliveries, list_webhooks,
                                      public_view)
 from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import ServicesDep, SessionDep
-from gateway.api.errors import not_found
+from gateway.api.errors import invalid_request, not_found
 from gateway.audit.chain import jsonable
 from gateway.audit.record import Target
 from gateway.db.models.webhook import Webhook
@@ -37,8 +38,14 @@ def _webhook_or_404(session, webhook_id: str) -> Webhook:
 
 
 @router.post("/webhooks", status_code=201, response_model=WebhookOut)
-def create(body: WebhookCreate, session: SessionDep, auditor: AuditorDep) -> WebhookOut:
-    """Subscribe a URL to alert events; deliveries are signed with `secret` (never shown again)."""
+def create(body: WebhookCreate, session: SessionDep, auditor: AuditorDep, services: ServicesDep) -> WebhookOut:
+    """Subscribe a URL to alert events; deliveries are signed with `secret` (never shown again). A URL whose
+    host is, or resolves to, a loopback, private, link-local or metadata address is refused (400) unless
+    TOLLGATE_WEBHOOKS_ALLOW_PRIVATE is set; a name that does not resolve yet is checked at each delivery."""
+    try:
+        TargetPolicy(allow_private=services.settings.webhooks_allow_private).check_new(body.url)
+    except UnsafeTarget as e:
+        raise invalid_request(f"url: {e}", param="url") from None
     webhook = create_webhook(session, url=body.url, events=body.events, secret=body.secret,
                              thresholds=body.thresholds.model_dump(exclude_none=True))
     auditor.record(session, "webhook.create", Target("webhook", webhook.id), after=_audited(webhook))

@@ -80,7 +80,8 @@ async def chat_completions(principal: TenantDep, body: ChatBody, services: AppSe
     request_id, prompt_version = request.state.request_id, None
     if body.prompt is not None:
         body, prompt_version = await with_prompt(services, await request.body(), body.prompt,
-                                                 key=body.user or session or request_id)
+                                                 key=body.user or session or request_id,
+                                                 tenant_id=principal.tenant_id)
     return await answer_chat(services, principal, Job.from_chat(body), body, request_id,
                              request=request, pin=pin, session=session, prompt_version=prompt_version)
 

@@ -16,12 +16,13 @@ from gateway.services import Services
 
 
 async def with_prompt(services: Services, raw: bytes, field: PromptField, *,
-                      key: str) -> tuple[ChatCompletionRequest, str]:
+                      key: str, tenant_id: str) -> tuple[ChatCompletionRequest, str]:
     """(the request with the prompt applied, the served version as "name:N"). `key` keeps a caller on one
-    version of a split label (the request's user or session, else its request id)."""
+    version of a split label (the request's user or session, else its request id); `tenant_id` is the
+    caller's tenant: another tenant's prompt is a 404, as one that does not exist."""
     ref = PromptRef(field.id, field.label, field.version, field.texts())
     try:
-        version = await services.prompts.resolve(ref, key=key)
+        version = await services.prompts.resolve(ref, key=key, tenant_id=tenant_id)
         messages = render(version.messages, ref.variables)
     except PromptNotFound as e:
         raise APIError(404, e.message, code="prompt_not_found", param=e.param) from None

@@ -16,6 +16,8 @@ class Prompt(Base):
     __tablename__ = "prompts"
 
     name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    # The owner: only its keys can serve the prompt. None: shared by every tenant.
+    tenant_id: Mapped[str | None] = mapped_column(String(36), ForeignKey("tenants.id"), index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

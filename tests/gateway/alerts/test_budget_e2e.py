@@ -19,7 +19,8 @@ def test_one_signed_event_per_budget_threshold_through_the_api(tmp_path, gw_cata
     url = f"sqlite:///{tmp_path / 'tollgate.db'}"
     migrate_and_seed(url, gw_catalogue)  # the 0010_webhooks migration included
     tenant_id, key = make_tenant(url, monthly_token_budget=200)  # 10 tokens a request: 2 prompt + 8 canned
-    settings = gateway_settings(tmp_path, url, embeddings_enabled=False, cache_enabled=False, alerts_poll_s=0.05)
+    settings = gateway_settings(tmp_path, url, embeddings_enabled=False, cache_enabled=False, alerts_poll_s=0.05,
+                                webhooks_allow_private=True)  # the receiver is on this machine
     with Receiver() as rx, LiveServer(create_app(settings, backend=CannedBackend(tokens=8))) as gw:
         r = httpx.post(f"{gw.url}/admin/webhooks", headers=ADMIN,
                        json={"url": rx.url, "events": ["budget.crossed"], "secret": SECRET})

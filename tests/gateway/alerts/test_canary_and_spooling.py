@@ -21,7 +21,8 @@ from tests.gateway.alerts.helpers import add_webhook, deliveries
 from tests.gateway.alerts.receiver import Receiver, arrived
 from tests.gateway.routing.conftest import BF16, FP32, raw_catalogue
 
-FAST = AlertsConfig(poll_s=0.02, lease_s=5.0, timeout_s=2.0, backoff_s=0.05, backoff_max_s=0.1)
+FAST = AlertsConfig(poll_s=0.02, lease_s=5.0, timeout_s=2.0, backoff_s=0.05, backoff_max_s=0.1,
+                    allow_private=True)  # the receiver is on this machine
 
 
 def router_with_alerts(database, alerts: Alerts) -> Router:

@@ -20,7 +20,7 @@ def test_an_automatic_rollback_reaches_the_receiver_once(tmp_path, gw_catalogue)
     migrate_and_seed(url, gw_catalogue)
     _, key = make_tenant(url)
     settings = gateway_settings(tmp_path, url, embeddings_enabled=False, cache_enabled=False, alerts_poll_s=0.05,
-                                route_rollback_min_samples=3)
+                                route_rollback_min_samples=3, webhooks_allow_private=True)  # a local receiver
     backend = CannedBackend(versions=[FP32, BF16], unavailable={BF16})
     with Receiver() as rx, LiveServer(create_app(settings, backend=backend)) as gw:
         r = httpx.post(f"{gw.url}/admin/webhooks", headers=ADMIN,

@@ -18,7 +18,7 @@ from tests.gateway.alerts.helpers import SECRET, add_webhook, deliveries
 from tests.gateway.alerts.receiver import Receiver
 
 FAST = AlertsConfig(poll_s=0.02, lease_s=5.0, timeout_s=2.0, max_attempts=3, backoff_s=0.05, backoff_max_s=0.2,
-                    jitter=0.1)
+                    jitter=0.1, allow_private=True)  # the receiver is on this machine
 
 
 def fire(database, event: AlertEvent) -> list[str]:
@@ -120,7 +120,7 @@ async def test_a_receiver_too_slow_to_answer_is_a_timed_out_attempt(database):
     with Receiver(delay_s=1.0) as rx:
         add_webhook(database, rx.url)
         fire(database, AlertEvent(BUDGET_CROSSED, {}))
-        worker = DeliveryWorker(database, AlertsConfig(poll_s=0.02, lease_s=5.0, timeout_s=0.2))
+        worker = DeliveryWorker(database, AlertsConfig(poll_s=0.02, lease_s=5.0, timeout_s=0.2, allow_private=True))
         await worker.open()
         try:
             await worker.run_once()
@@ -138,7 +138,7 @@ async def test_two_workers_racing_deliver_each_event_once(database):
         ids = []
         for i in range(10):
             ids += fire(database, AlertEvent(BUDGET_CROSSED, {"n": i}))
-        config = AlertsConfig(poll_s=0.02, lease_s=5.0, timeout_s=2.0, batch=3)
+        config = AlertsConfig(poll_s=0.02, lease_s=5.0, timeout_s=2.0, batch=3, allow_private=True)
         a, b = DeliveryWorker(database, config, owner="a"), DeliveryWorker(database, config, owner="b")
         await a.open()
         await b.open()
@@ -172,3 +172,18 @@ async def test_events_held_while_the_database_is_down_are_written_once_it_answer
         finally:
             await worker.stop()
     assert len(pending) == 0 and rx.events()[0]["type"] == LEDGER_SPOOLING
+
+
+async def test_a_receiver_on_this_machine_gets_nothing_unless_private_targets_are_allowed(database):
+    with Receiver() as rx:
+        add_webhook(database, rx.url)  # written straight to the table, as a row from before the check would be
+        fire(database, AlertEvent(BUDGET_CROSSED, {}))
+        worker = DeliveryWorker(database, AlertsConfig(poll_s=0.02, lease_s=5.0, timeout_s=2.0))
+        await worker.open()
+        try:
+            await worker.run_once()
+        finally:
+            await worker.stop()
+    (row,) = deliveries(database)
+    assert rx.received == [] and row.status == "pending" and row.attempts == 1 and row.last_status_code is None
+    assert row.last_error == "blocked: webhook URLs may not point at a loopback address: 127.0.0.1"

@@ -1,11 +1,12 @@
-"""Input files: JSONL parsing (what an upload must be) and per-line request checks (what a batch must find)."""
+"""Input files: JSONL checks (what an upload must be), per-line request checks (what a batch must find), both in
+one pass keeping nothing parsed, and the runner's unparsed lines."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from gateway.batch.input import MAX_ERRORS, InvalidInput, parse_jsonl, requests_of
+from gateway.batch.input import MAX_ERRORS, InvalidInput, check_jsonl, lines_of, request_lines
 
 EP = "/v1/chat/completions"
 
@@ -23,10 +24,13 @@ def codes(e: InvalidInput) -> list[tuple[int | None, str]]:
 
 
 def test_lines_keep_their_file_line_numbers_and_blank_lines_are_skipped():
-    records = parse_jsonl(raw(line("a"), "", "  ", line("b")) + b"\n", max_lines=10)
-    assert [r.line for r in records] == [1, 4]
-    reqs = requests_of(records, EP)
+    content = raw(line("a"), "", "  ", line("b")) + b"\n"
+    assert [n for n, _ in lines_of(content)] == [1, 4]
+    assert check_jsonl(content, max_lines=10) == check_jsonl(content, max_lines=10, endpoint=EP) == 2
+    reqs = [x.request() for x in request_lines(content)]
     assert [(r.index, r.line, r.custom_id) for r in reqs] == [(0, 1, "a"), (1, 4, "b")]
+    (rest,) = request_lines(content, skip={0})  # a resumed batch: the lines done are skipped, unparsed
+    assert (rest.index, rest.line, rest.request().body) == (1, 4, line("b")["body"])
 
 
 @pytest.mark.parametrize("content, expected", [
@@ -36,13 +40,13 @@ def test_lines_keep_their_file_line_numbers_and_blank_lines_are_skipped():
 ])
 def test_what_is_not_jsonl_of_objects(content, expected):
     with pytest.raises(InvalidInput) as e:
-        parse_jsonl(content, max_lines=10)
+        check_jsonl(content, max_lines=10)
     assert codes(e.value) == expected
 
 
 def test_too_many_requests():
     with pytest.raises(InvalidInput) as e:
-        parse_jsonl(raw(*[line(str(i)) for i in range(4)]), max_lines=3)
+        check_jsonl(raw(*[line(str(i)) for i in range(4)]), max_lines=3)
     assert codes(e.value) == [(None, "too_many_requests")]
 
 
@@ -51,7 +55,7 @@ def test_every_bad_line_is_named():
              line("d", body=[1]), line("e", body={"messages": []}), line("f", body={"model": "m", "stream": True}),
              line("g", body={"model": "other"}), line("h", body={"model": "m", "stream": False})]
     with pytest.raises(InvalidInput) as e:
-        requests_of(parse_jsonl(raw(*lines), max_lines=100), EP)
+        check_jsonl(raw(*lines), max_lines=100, endpoint=EP)
     assert codes(e.value) == [(2, "duplicate_custom_id"), (3, "missing_required_parameter"), (4, "invalid_value"),
                               (5, "invalid_url"), (6, "invalid_value"), (7, "missing_required_parameter"),
                               (8, "invalid_value"), (9, "mismatched_model")]
@@ -60,5 +64,20 @@ def test_every_bad_line_is_named():
 
 def test_errors_are_capped():
     with pytest.raises(InvalidInput) as e:
-        requests_of(parse_jsonl(raw(*[line("x")] * (MAX_ERRORS + 50)), max_lines=10_000), EP)
+        check_jsonl(raw(*[line("x")] * (MAX_ERRORS + 50)), max_lines=10_000, endpoint=EP)
     assert len(e.value.errors) == MAX_ERRORS
+
+
+def test_validation_keeps_no_parsed_line():
+    """Small nested objects: checking them holds one at a time (and the custom_ids), not the whole file parsed."""
+    import tracemalloc
+    nested = {"custom_id": "x", "method": "POST", "url": EP,
+              "body": {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "t"}] * 20}]}}
+    content = b"\n".join(json.dumps({**nested, "custom_id": f"c{i}"}).encode() for i in range(3_000))
+    tracemalloc.start()
+    try:
+        assert check_jsonl(content, max_lines=50_000, endpoint=EP) == 3_000
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < len(content) // 2, (peak, len(content))  # the custom_id set and one line, not every object

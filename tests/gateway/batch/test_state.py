@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from gateway.batch import state
 from gateway.batch.ids import BATCH_ID, FILE_ID, line_output_id, line_request_id, new_batch_id, new_file_id
-from gateway.batch.output import LineResult, answered, jsonl, not_run
+from gateway.batch.output import LineResult, answered, not_run
 
 
 def test_moves():
@@ -38,5 +38,4 @@ def test_output_lines():
                   "response": {"status_code": 200, "request_id": "req_1", "body": {"k": "é"}}}
     late = json.loads(not_run("batch_x", 1, "c1", "batch_expired", "too late"))
     assert late["response"] is None and late["error"] == {"code": "batch_expired", "message": "too late"}
-    assert jsonl([b"a", b"b"]) == b"a\nb\n"
     assert not LineResult(429, {}).ok and LineResult(200, {}).ok

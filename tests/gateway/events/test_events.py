@@ -5,12 +5,12 @@ import json
 import pytest
 
 from gateway.events import EventBusConfig
-from gateway.events.events import (BadEvent, CacheInvalidated, KeyRevoked, Resync, RouteChanged, TenantChanged,
-                                   decode, encode)
+from gateway.events.events import (BadEvent, CacheInvalidated, KeyRevoked, Resync, RouteChanged, SessionRevoked,
+                                   TenantChanged, decode, encode)
 
 
 @pytest.mark.parametrize("event", [RouteChanged("chat"), CacheInvalidated("t1"), CacheInvalidated("t1", "e1"),
-                                   TenantChanged("t1"), KeyRevoked("k1"), Resync()])
+                                   TenantChanged("t1"), KeyRevoked("k1"), SessionRevoked("s1", 2e9), Resync()])
 def test_round_trip(event):
     assert decode(json.loads(encode(event, "replica-a"))) == (event, "replica-a")
 

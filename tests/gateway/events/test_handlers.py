@@ -104,3 +104,15 @@ async def test_resync_rebuilds_everything(replicas):
     await ReplicaHandlers(b, auth, cache).resync()
     assert b.route("chat")["weights"] == {FP32: 0, BF16: 100}
     assert auth.calls == [("clear",)] and cache.calls == [("forget_deleted",)]
+
+
+async def test_a_console_session_signed_out_elsewhere_is_refused_here(replicas):
+    import time
+
+    from gateway.events import SessionRevoked
+    from gateway.security.session_revocations import SessionRevocations
+    sessions = SessionRevocations()
+    handlers = ReplicaHandlers(replicas[0], FakeAuthenticator(), sessions=sessions)
+    await handlers.apply(SessionRevoked("sid-1", time.time() + 60))
+    await handlers.apply(SessionRevoked("sid-old", time.time() - 1))  # expired anyway: nothing to keep
+    assert sessions.revoked("sid-1") and not sessions.revoked("sid-old") and not sessions.revoked("sid-2")

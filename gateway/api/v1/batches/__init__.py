@@ -20,5 +20,6 @@ def build_runner(services: Services) -> BatchRunner:
     config = RunnerConfig(concurrency=s.batch_concurrency, max_batches=s.batch_max_active, poll_s=s.batch_poll_s,
                           lease_s=s.batch_lease_s, stop_timeout_s=s.drain_timeout_s,
                           max_requests=s.batch_max_requests, output_expires_s=s.batch_output_expires_s,
-                          sweep_s=s.files_sweep_s)
+                          sweep_s=s.files_sweep_s, max_output_bytes=s.batch_max_output_bytes,
+                          max_line_output_bytes=s.batch_max_line_output_bytes, files_quota=s.files_max_bytes_per_tenant)
     return BatchRunner(BatchStore(services.database), LineExecutor(services, priority=s.batch_priority), config)

@@ -81,7 +81,8 @@ class LineExecutor:
     async def _chat(self, principal: Principal, raw: bytes, request_id: str) -> LineResult:
         body, prompt_version = parse(ChatCompletionRequest, raw), None
         if body.prompt is not None:
-            body, prompt_version = await with_prompt(self.svc, raw, body.prompt, key=body.user or request_id)
+            body, prompt_version = await with_prompt(self.svc, raw, body.prompt, key=body.user or request_id,
+                                                     tenant_id=principal.tenant_id)
         job = Job.from_chat(body)
         job.as_batch_line(self.priority)
         return _result(await answer_chat(self.svc, principal, job, body, request_id, prompt_version=prompt_version))

@@ -12,10 +12,12 @@ from gateway.api.deps import TenantDep
 from gateway.api.errors import APIError, invalid_request
 from gateway.api.v1.batches.multipart import parse_form
 from gateway.api.v1.batches.objects import file_object
+from gateway.api.v1.pipeline.admit import reserve_tokens
 from gateway.batch.expiry import InvalidExpiry, expires_at
 from gateway.batch.ids import FILE_ID, new_file_id
-from gateway.batch.input import InvalidInput, parse_jsonl
+from gateway.batch.input import InvalidInput, check_jsonl
 from gateway.batch.store import BatchStore
+from gateway.batch.uploads import TooManyUploads
 from gateway.crud import batch_files
 from gateway.db.types import utcnow
 from gateway.schemas.batch import FileDeleted, FileList, FileObject
@@ -40,9 +42,25 @@ def storage_full(e: batch_files.StorageFull) -> APIError:
     return APIError(413, str(e), param="file", code="storage_quota_exceeded")
 
 
+async def count_request(services, principal) -> None:
+    """One request against the tenant's and the key's RPM (no tokens): uploads and batch creation are work
+    the tenant asks for, limited like any other request."""
+    await services.limiter.settle(await reserve_tokens(services, principal, 0), 0)
+
+
 @router.post("/files", response_model=FileObject)
 async def upload_file(principal: TenantDep, services: AppServices, request: Request) -> FileObject:
-    """Upload a JSONL file of batch requests."""
+    """Upload a JSONL file of batch requests (counted against your RPM; a few at a time per tenant)."""
+    await count_request(services, principal)
+    try:
+        with services.uploads.hold(principal.tenant_id):
+            return await _upload(principal, services, request)
+    except TooManyUploads as e:
+        raise APIError(429, str(e), type="rate_limit_error", code="too_many_concurrent_uploads",
+                       headers={"Retry-After": "1"}) from None
+
+
+async def _upload(principal, services, request: Request) -> FileObject:
     limit = services.settings.files_max_bytes
     form = await asyncio.to_thread(parse_form, request.headers.get("content-type", ""), await request.body())
     purpose, upload = form.get("purpose"), form.get("file")
@@ -60,7 +78,7 @@ async def upload_file(principal: TenantDep, services: AppServices, request: Requ
     except InvalidExpiry as e:
         raise invalid_request(str(e), param=e.param) from None
     try:
-        await asyncio.to_thread(parse_jsonl, upload.data, max_lines=services.settings.batch_max_requests)
+        await asyncio.to_thread(check_jsonl, upload.data, max_lines=services.settings.batch_max_requests)
     except InvalidInput as e:
         raise invalid_request(f"file: {e}", param="file", code=e.errors[0].code) from None
     try:

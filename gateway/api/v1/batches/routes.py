@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Request
 
 from gateway.api.deps import TenantDep
 from gateway.api.errors import APIError, invalid_request
-from gateway.api.v1.batches.files import file_not_found
+from gateway.api.v1.batches.files import count_request, file_not_found
 from gateway.api.v1.batches.objects import batch_object
 from gateway.api.v1.body import documented, parse
 from gateway.batch import state
@@ -38,7 +38,8 @@ def _poke(request: Request) -> None:
 
 @router.post("/batches", response_model=BatchObject, openapi_extra=documented(BatchCreateRequest))
 async def create_batch(principal: TenantDep, services: AppServices, request: Request) -> BatchObject:
-    """Create a batch from an uploaded JSONL file; it runs in the background."""
+    """Create a batch from an uploaded JSONL file; it runs in the background (counted against your RPM)."""
+    await count_request(services, principal)
     body = parse(BatchCreateRequest, await request.body())
     problem = body.problem()
     if problem is not None:

@@ -21,10 +21,10 @@ async def _audit(http) -> list[dict]:
 
 
 async def test_create_version_label_read_and_list(admin_http):
-    assert await _create(admin_http) == {"name": "greeting", "version": 1}
+    assert await _create(admin_http) == {"name": "greeting", "version": 1, "tenant_id": None}
     r = await admin_http.post("/admin/prompts/greeting/versions", headers=ADMIN,
                               json={"messages": [{"role": "system", "content": "Hi {{name}}!"}]})
-    assert r.status_code == 201 and r.json() == {"name": "greeting", "version": 2}
+    assert r.status_code == 201 and r.json() == {"name": "greeting", "version": 2, "tenant_id": None}
     r = await admin_http.put("/admin/prompts/greeting/labels/production", json={"version": 1}, headers=ADMIN)
     assert r.status_code == 200, r.text
     assert r.json()["version"] == 1 and r.json()["weights"] == {"1": 100}
@@ -39,7 +39,7 @@ async def test_create_version_label_read_and_list(admin_http):
     assert got["labels"]["production"]["weights"] == {"1": 100}
     assert got["labels"]["staging"]["weights"] == {"1": 50, "2": 50}
     listed = (await admin_http.get("/admin/prompts", headers=ADMIN)).json()["data"]
-    assert [(p["name"], p["latest_version"]) for p in listed] == [("greeting", 2)]
+    assert [(p["name"], p["latest_version"], p["tenant_id"]) for p in listed] == [("greeting", 2, None)]
 
     actions = [(row["action"], row["target"]) for row in await _audit(admin_http)]
     assert actions[:4] == [("prompt.label", {"type": "prompt_label", "id": "greeting/staging"}),
@@ -110,3 +110,21 @@ async def test_errors(admin_http):
 async def test_needs_the_admin_key(admin_http):
     r = await admin_http.post("/admin/prompts", json=HELLO)
     assert r.status_code == 401
+
+
+async def test_an_owner_is_kept_shown_and_filtered_on(admin_http):
+    r = await admin_http.post("/admin/tenants", json={"name": "owner-x"}, headers=ADMIN)
+    assert r.status_code == 201, r.text
+    x = r.json()["id"]
+    assert (await _create(admin_http, {**HELLO, "name": "mine", "tenant_id": x}))["tenant_id"] == x
+    await _create(admin_http, {**HELLO, "name": "shared"})
+    assert (await admin_http.get("/admin/prompts/mine", headers=ADMIN)).json()["tenant_id"] == x
+    listed = (await admin_http.get("/admin/prompts", headers=ADMIN)).json()["data"]
+    assert [(p["name"], p["tenant_id"]) for p in listed] == [("mine", x), ("shared", None)]
+    only = (await admin_http.get("/admin/prompts", params={"tenant_id": x}, headers=ADMIN)).json()["data"]
+    assert [p["name"] for p in only] == ["mine"]
+    assert_openai_error(await admin_http.post("/admin/prompts", json={**HELLO, "name": "orphan",
+                                                                      "tenant_id": "no-such-tenant"},
+                                              headers=ADMIN), 400, param="tenant_id")
+    create = [row for row in await _audit(admin_http) if row["action"] == "prompt.create"]
+    assert create[-1]["target"]["id"] == "mine" or any(r["after"].get("tenant_id") == x for r in create)

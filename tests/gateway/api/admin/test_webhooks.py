@@ -108,3 +108,23 @@ async def test_changes_are_audited_without_the_secret(admin_http):
     assert rows[1]["after"]["url"] == GOOD["url"] and rows[1]["after"]["secret_hint"] == "…cdef"
     assert rows[0]["before"]["id"] == made["id"] and rows[0]["after"] is None
     assert SECRET not in json.dumps(rows)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/hook", "http://[::1]/hook", "http://169.254.169.254/latest",
+                                 "http://10.0.0.1/hook", "https://192.168.0.10/x", "http://[fd00::1]/x",
+                                 "http://localhost:9000/hook", "http://[::ffff:127.0.0.1]/x"])
+async def test_internal_targets_are_refused_and_nothing_is_written(admin_http, url):
+    r = await admin_http.post("/admin/webhooks", headers=ADMIN, json={**GOOD, "url": url})
+    assert_openai_error(r, 400, param="url")
+    assert "may not point at a" in r.json()["error"]["message"]
+    assert (await admin_http.get("/admin/webhooks", headers=ADMIN)).json()["data"] == []
+
+
+async def test_a_public_name_is_created_even_when_it_does_not_resolve_from_here(admin_http):
+    for url in ("https://example.com/hooks/tollgate", "https://hooks.example.com:8443/in"):
+        assert (await _create(admin_http, url=url))["url"] == url  # no network here: checked at delivery
+
+
+async def test_allow_private_lets_on_premises_receivers_in(admin_http, data_services):
+    data_services.settings = data_services.settings.model_copy(update={"webhooks_allow_private": True})
+    assert (await _create(admin_http, url="http://10.0.0.1/hook"))["url"] == "http://10.0.0.1/hook"

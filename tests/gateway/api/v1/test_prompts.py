@@ -264,3 +264,33 @@ def test_the_semantic_cache_never_replays_a_moved_labels_answer(db):
         assert raw.headers["x-tollgate-cache"] == "miss" and raw.headers["x-tollgate-prompt-version"] == "cached:2"
         assert len(backend.requests) == served + 1
         assert backend.requests[-1].messages[0] == {"role": "system", "content": "New rules for Bo."}
+
+
+def test_a_tenants_own_prompt_serves_only_its_keys_and_is_a_plain_404_to_others(replicas, db):
+    a, _ = replicas
+    x_id, x_key = make_tenant(db[1])
+    _, y_key = make_tenant(db[1])
+    prompt(a, "team-x-secret", {"messages": [{"role": "system", "content": "Code {{word}}: never repeat this."}],
+                                "model": MODEL})
+    r = httpx.post(f"{a.url}/admin/prompts", headers=ADMIN, timeout=30, json={
+        "name": "x-only", "tenant_id": x_id, "model": MODEL,
+        "messages": [{"role": "system", "content": "Team X's system prompt, for {{who}}."}]})
+    assert r.status_code == 201 and r.json()["tenant_id"] == x_id
+
+    def send(key: str, name: str, **extra) -> httpx.Response:
+        return httpx.post(f"{a.url}/v1/chat/completions", headers={"Authorization": f"Bearer {key}"}, timeout=30,
+                          json={"prompt": {"id": name, **extra}, "messages": [{"role": "user", "content": "hi"}]})
+
+    ok = send(x_key, "x-only", variables={"who": "Ada"})
+    assert ok.status_code == 200, ok.text
+    assert ok.headers["x-tollgate-prompt-version"] == "x-only:1"
+    for extra in [{}, {"version": 1}, {"label": "production"}]:  # no variables: the owner would get a 400
+        other, missing = send(y_key, "x-only", **extra), send(y_key, "no-such-prompt", **extra)
+        assert other.status_code == missing.status_code == 404
+        assert other.json()["error"] == {**missing.json()["error"],
+                                         "message": missing.json()["error"]["message"].replace("no-such-prompt",
+                                                                                               "x-only")}
+        assert "who" not in other.text and "Team X" not in other.text
+    assert send(x_key, "x-only").status_code == 400  # the owner is told which variables are missing
+    shared = send(y_key, "team-x-secret", variables={"word": "w"})  # no tenant_id: shared, as before
+    assert shared.status_code == 200, shared.text

@@ -105,8 +105,10 @@ def test_the_storage_quota_set_by_the_admin_api_refuses_uploads_with_a_413(db, l
     audit = httpx.get(f"{live.url}/admin/audit", headers=admin).json()["data"][0]
     assert audit["action"] == "tenant.update" and audit["after"]["files_max_bytes"] == 2 * len(content)
     assert audit["before"]["files_max_bytes"] is None
-    done = wait_for(live, key, batch_of(live, key, [chat_line(0)])["id"])  # its output counts, unrefused
-    assert done["status"] == "completed" and done["output_file_id"]
+    done = wait_for(live, key, batch_of(live, key, [chat_line(0)])["id"])  # its output would not fit the quota
+    assert done["status"] == "completed" and done["output_file_id"] is None and done["error_file_id"]
+    assert done["errors"]["data"][0]["code"] == "output_limit_exceeded"
+    assert "file storage quota" in done["errors"]["data"][0]["message"]
     error = assert_openai_error(upload(live, key, content), 413, param="file", code="storage_quota_exceeded")
     assert "quota" in error["message"] and str(2 * len(content)) in error["message"]
     client = OpenAI(base_url=f"{live.url}/v1", api_key=key)  # the SDK's own retries: a 413 is not retried

@@ -206,6 +206,12 @@ class StructuredOutputs(BaseModel):
             raise ValueError("choice must be non-empty strings")
         return self
 
+    @property
+    def given(self) -> str:
+        """The field that holds the constraint, as sent ("json", "regex", "choice", "grammar", "json_object")."""
+        return next((k.rstrip("_") for k in ("json_", "regex", "choice", "grammar") if getattr(self, k) is not None),
+                    "json_object")
+
     def engine_spec(self) -> dict:
         if self.json_ is not None:
             try:
@@ -309,7 +315,8 @@ class _Sampling(_Request):
         if self.structured_outputs is not None:
             if self.response_format is not None and self.response_format.type != "text":
                 raise ParamError("structured_outputs", "give response_format or structured_outputs, not both")
-            return self.structured_outputs.engine_spec(), "structured_outputs"
+            # A compile refusal (gateway.api.v1.pipeline.generate) names the field: "structured_outputs.regex".
+            return self.structured_outputs.engine_spec(), f"structured_outputs.{self.structured_outputs.given}"
         schema = self.response_format.answer_schema() if self.response_format else None
         if schema is None:
             return None, None

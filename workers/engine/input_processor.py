@@ -1,7 +1,8 @@
 """Turns a request into a Sequence, or a ValueError naming the bad field.
 
 Stateless apart from the tokenizer and the grammar compiler's cache (which has its own lock), so the
-async engine can call it on the event loop and a bad request is refused before it reaches the engine loop.
+async engine can call it on the event loop and a bad request is refused before it reaches the engine loop;
+a grammar compiles in the compiler's threads (compile_grammar), never on that loop.
 """
 from __future__ import annotations
 
@@ -47,11 +48,20 @@ class InputProcessor:
         self._check_length(ids)
         return ids
 
+    async def compile_grammar(self, params: SamplingParams | None) -> CompiledGrammar | None:
+        """The request's grammar, compiled in the compiler's threads while the caller's event loop goes on
+        (then pass it to make_sequence); None when it asks for none. ValueError naming `structured`."""
+        if not isinstance(params, SamplingParams) or params.structured is None or self.grammars is None:
+            return None  # make_sequence says what is wrong
+        return await self.grammars.compile_async(params.structured)
+
     def make_sequence(self, request_id: str, prompt: str | list[int] | None = None, *,
                       messages: list[dict] | None = None, params: SamplingParams | None = None,
-                      cache_salt: str | None = None, schedule: ScheduleParams | None = None) -> Sequence:
+                      cache_salt: str | None = None, schedule: ScheduleParams | None = None,
+                      grammar: CompiledGrammar | None = None) -> Sequence:
         """`cache_salt`: an opaque per-tenant string; prefix-cache blocks past the public prefix
-        are reused only by requests with the same salt. None shares them with every caller."""
+        are reused only by requests with the same salt. None shares them with every caller. `grammar`: the
+        params' structured spec already compiled (compile_grammar); else it is compiled here."""
         if not isinstance(request_id, str) or not request_id:
             raise ValueError(f"request_id must be a non-empty string, got {request_id!r}")
         params = SamplingParams() if params is None else params
@@ -63,7 +73,7 @@ class InputProcessor:
             raise ValueError("cache_salt must be a non-empty string of at most 256 characters")
         ids = self.tokenize(prompt, messages)
         seq = Sequence(request_id, list(ids), len(ids), params, self.block_size, cache_salt=cache_salt,
-                       grammar=self._grammar(params), schedule=schedule or ScheduleParams())
+                       grammar=grammar or self._grammar(params), schedule=schedule or ScheduleParams())
         seq.num_public_tokens = self.public_prefix_len(ids)
         return seq
 

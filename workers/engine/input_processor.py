@@ -16,6 +16,11 @@ from workers.schedule_params import ScheduleParams
 from workers.structured.compiler import CompiledGrammar, GrammarCompiler
 
 
+# A prompt longer than the engine's limit times this many characters is first judged by its head's tokens.
+HEAD_CHARS_PER_TOKEN = 8
+PREFIX_SLACK = 16  # tokens a head cut at a space may count beyond the same text inside the whole prompt
+
+
 class PromptTokenizer(Protocol):
     vocab_size: int
 
@@ -43,6 +48,7 @@ class InputProcessor:
                  add_generation_prompt: bool = True) -> list[int]:
         if (prompt is None) == (messages is None):
             raise ValueError("prompt: give exactly one of prompt or messages")
+        self._refuse_surely_too_long(prompt, messages, add_generation_prompt)
         ids = self._tokenize_messages(messages, add_generation_prompt) if messages is not None \
             else self._tokenize_prompt(prompt)
         self._check_length(ids)
@@ -131,6 +137,33 @@ class InputProcessor:
         if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab for t in token_ids):
             raise ValueError(f"token ids must be integers in [0, {vocab})")
         return self.tokenizer.decode(list(token_ids), skip_special_tokens=False)
+
+    def _refuse_surely_too_long(self, prompt: object, messages: object, add_generation_prompt: bool) -> None:
+        """A text far longer than the engine takes is refused from the tokens of its head alone: tokenizing a
+        megabyte to find it too long cost a second of CPU per request. The head is cut at a space, where the
+        whole text's tokens split too (a cut word could tokenize longer than it does whole), and counted with
+        PREFIX_SLACK tokens to spare; a head that fits says nothing, and the whole text is tokenized."""
+        limit = min(self.max_model_len, self.kv_capacity_tokens)
+        head_chars = limit * HEAD_CHARS_PER_TOKEN
+        text = prompt if isinstance(prompt, str) else None
+        render = getattr(self.tokenizer, "render_chat", None)
+        if text is None and render is not None and isinstance(messages, list) and \
+                sum(len(m.get("content") or "") for m in messages if isinstance(m, dict)
+                    and isinstance(m.get("content"), str)) > head_chars:
+            try:
+                text = render(messages, add_generation_prompt)
+            except (TemplateError, KeyError, TypeError, ValueError):
+                return  # _tokenize_messages says why
+        if text is None or len(text) <= head_chars:
+            return
+        cut = text.rfind(" ", 0, head_chars)
+        head = len(self.tokenizer.encode(text[:cut if cut > 0 else head_chars]))
+        if head > limit + PREFIX_SLACK:
+            if limit == self.max_model_len:
+                raise ValueError(f"prompt is more than {head - PREFIX_SLACK} tokens, longer than max_model_len "
+                                 f"{self.max_model_len}")
+            raise ValueError(f"prompt is more than {head - PREFIX_SLACK} tokens; the whole KV cache holds "
+                             f"{self.kv_capacity_tokens}")
 
     def _check_length(self, ids: list[int]) -> None:
         if len(ids) > self.max_model_len:

@@ -1,0 +1,177 @@
+"""One hostile tenant hurts no one else (issue 31, proof): each payload that could make the engine or the event
+loop do unbounded work goes to the live gateway (the real model, in process) beside a light tenant's 16-token
+request. The light tenant's latency stays within 2x its unloaded value (measured in the same test), every
+hostile request gets a clear 4xx, and nothing answers 5xx."""
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import statistics
+import time
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from tests.gateway.support import make_tenant
+
+pytestmark = pytest.mark.model
+
+MODEL = "smollm2-135m-instruct"
+ASK = [{"role": "user", "content": "Count from one to twenty."}]
+LIGHT = json.dumps({"model": MODEL, "messages": ASK, "max_tokens": 16, "temperature": 0, "ignore_eos": True})
+BURST = 3  # hostile requests sent beside each light one
+
+
+def _chat(**fields) -> dict:
+    return {"model": MODEL, "messages": ASK, "max_tokens": 64, **fields}
+
+
+def _regex(i: int) -> dict:
+    """`(a{1000}){1000}` and its cousins: each distinct, so no compile cache can answer for it."""
+    return _chat(structured_outputs={"regex": f"({'abc'[i % 3]}{{{1000 + i}}}){{1000}}"})
+
+
+def _pattern_in_schema(i: int) -> dict:
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": f"^(b{{{1000 + i}}}){{1000}}$"}},
+              "required": ["s"]}
+    return _chat(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}})
+
+
+def _grammar(i: int) -> dict:
+    return _chat(structured_outputs={"grammar": f"start: /(c{{{1000 + i}}}){{1000}}/"})
+
+
+def _long_stops(i: int) -> dict:
+    return _chat(stop=[c * 200_000 for c in "wxyz"], ignore_eos=True, max_tokens=512)
+
+
+def _many_deep_tools(i: int) -> dict:
+    params: dict = {"type": "object"}
+    for _ in range(40):
+        params = {"type": "object", "properties": {"x": params, "y": {"type": "string"}}, "required": ["x", "y"]}
+    tools = [{"type": "function", "function": {"name": f"f{i}_{k}", "parameters": params}} for k in range(128)]
+    return _chat(tools=tools, tool_choice="required")
+
+
+def _huge_n(i: int) -> dict:
+    return _chat(n=1000, max_tokens=512)
+
+
+def _logit_bias(i: int) -> dict:
+    return _chat(logit_bias={str(t): 100 for t in range(20_000)})
+
+
+def _deep_json(i: int) -> bytes:
+    return b'{"model": "%s", "messages": [], "metadata": %s%s}' % (MODEL.encode(), b"[" * 100_000, b"]" * 100_000)
+
+
+# name -> (payload for the i-th hostile request, the status it must get, the param its error must name)
+PAYLOADS: dict[str, tuple[Callable[[int], dict | bytes], int, str | None]] = {
+    "regex": (_regex, 400, "structured_outputs.regex"),
+    "pattern_in_schema": (_pattern_in_schema, 400, "response_format"),
+    "grammar": (_grammar, 400, "structured_outputs.grammar"),
+    "long_stop_strings": (_long_stops, 400, "stop"),
+    "many_deep_tools": (_many_deep_tools, 400, None),
+    "huge_n": (_huge_n, 400, "n"),
+    "logit_bias": (_logit_bias, 400, "logit_bias"),
+    "deep_json": (_deep_json, 400, None),
+}
+
+
+def _body(payload: dict | bytes) -> bytes:
+    return payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+
+
+@pytest.fixture(scope="module")
+def tenants(real_gateway):
+    server, settings = real_gateway
+    url = settings.resolved_database_url
+    light = make_tenant(url, cache_enabled=False)[1]  # the engine answers every time
+    hostile = make_tenant(url, cache_enabled=False)[1]
+    return server.url, light, hostile
+
+
+async def _light(http: httpx.AsyncClient, key: str) -> float:
+    started = time.perf_counter()
+    r = await http.post("/v1/chat/completions", content=LIGHT, headers=_headers(key))
+    assert r.status_code == 200, r.text
+    assert r.json()["usage"]["completion_tokens"] == 16
+    return time.perf_counter() - started
+
+
+async def _median_light(http: httpx.AsyncClient, key: str, n: int = 3) -> float:
+    return statistics.median([await _light(http, key) for _ in range(n)])
+
+
+def _headers(key: str, **extra: str) -> dict:
+    return {"Authorization": f"Bearer {key}", "Content-Type": "application/json", **extra}
+
+
+async def _beside_light(base: str, light: str, bodies: list[bytes],
+                        headers: Callable[[], dict]) -> tuple[float, float, list[tuple[int, dict]]]:
+    """(light median unloaded, light median with BURST hostile requests sent beside each light one, what the
+    hostile requests got)."""
+    seen: list[tuple[int, dict]] = []
+
+    async def hostile(http: httpx.AsyncClient, body: bytes) -> None:
+        r = await http.post("/v1/chat/completions", content=body, headers=headers())
+        json_body = r.headers.get("content-type", "").startswith("application/json")
+        seen.append((r.status_code, (r.json().get("error") or {}) if json_body else {}))
+
+    async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+        await _light(http, light)  # warm: the first request of a tenant pays its one-off costs
+        unloaded = await _median_light(http, light)
+        during = []
+        for round_ in range(3):
+            burst = [hostile(http, bodies[(round_ * BURST + k) % len(bodies)]) for k in range(BURST)]
+            light_s, *_ = await asyncio.gather(_light(http, light), *burst)
+            during.append(light_s)
+    return unloaded, statistics.median(during), seen
+
+
+@pytest.mark.parametrize("name", list(PAYLOADS))
+async def test_a_hostile_payload_is_refused_and_the_light_tenant_keeps_its_latency(tenants, name):
+    base, light, hostile = tenants
+    make, status, param = PAYLOADS[name]
+    bodies = [_body(make(i)) for i in range(BURST * 3)]  # distinct, built before any timing
+    unloaded, during, seen = await _beside_light(base, light, bodies, lambda: _headers(hostile))
+    assert seen and all(s < 500 for s, _ in seen), seen
+    assert {s for s, _ in seen} == {status}, seen[:3]
+    if param is not None:
+        assert {e.get("param") for _, e in seen} == {param}, seen[:3]
+    assert all(e.get("message") for _, e in seen)
+    assert during <= 2 * unloaded, f"{name}: light tenant {during:.2f}s during vs {unloaded:.2f}s unloaded"
+
+
+async def test_made_up_keys_beside_a_light_tenant(tenants):
+    """A flood of made-up keys from one client (behind the gateway's trusted proxy, so it counts as its own
+    address and leaves this session's other tests alone): 401, then 429, and the light tenant is untouched."""
+    base, light, _ = tenants
+    forwarded = f"198.51.100.{secrets.randbelow(200) + 1}"
+    made_up = lambda: _headers("tg-" + secrets.token_urlsafe(32), **{"X-Forwarded-For": forwarded})  # noqa: E731
+    unloaded, during, seen = await _beside_light(base, light, [LIGHT.encode()], made_up)
+    statuses = [s for s, _ in seen]
+    assert statuses == [401] * len(statuses), statuses  # nine of them: the throttle's 429s start past 20
+    assert during <= 2 * unloaded, f"light tenant {during:.2f}s during vs {unloaded:.2f}s unloaded"
+
+
+async def test_acceptance_three_regexes_and_three_huge_stop_lists_beside_a_16_token_request(tenants):
+    """Issue 31's acceptance: three concurrent `(a{1000}){1000}`-kind regexes and three requests with four
+    200,000-character stop strings (ignore_eos, 512 tokens): the light tenant's 16 tokens answer within 3 s, the
+    hostile ones answer < 500 within 30 s (refused with 400, in fact, in well under a second)."""
+    base, light, hostile = tenants
+    bodies = [_body(_regex(100 + i)) for i in range(3)] + [_body(_long_stops(i)) for i in range(3)]
+    async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+        await _light(http, light)
+
+        async def timed(body: bytes, key: str) -> tuple[int, float]:
+            started = time.perf_counter()
+            r = await http.post("/v1/chat/completions", content=body, headers=_headers(key))
+            return r.status_code, time.perf_counter() - started
+
+        results = await asyncio.gather(*(timed(b, hostile) for b in bodies), timed(LIGHT.encode(), light))
+    *hostile_results, (light_status, light_s) = results
+    assert light_status == 200 and light_s < 3.0, light_s
+    assert all(status == 400 and seconds < 30 for status, seconds in hostile_results), hostile_results

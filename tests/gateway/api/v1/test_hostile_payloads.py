@@ -5,7 +5,6 @@ hostile request gets a clear 4xx, and nothing answers 5xx."""
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 import statistics
 import time
@@ -14,74 +13,12 @@ from collections.abc import Callable
 import httpx
 import pytest
 
+from benchmarks.hostile_payloads import LIGHT, PAYLOADS, body, long_stops, regex
 from tests.gateway.support import make_tenant
 
 pytestmark = pytest.mark.model
 
-MODEL = "smollm2-135m-instruct"
-ASK = [{"role": "user", "content": "Count from one to twenty."}]
-LIGHT = json.dumps({"model": MODEL, "messages": ASK, "max_tokens": 16, "temperature": 0, "ignore_eos": True})
 BURST = 3  # hostile requests sent beside each light one
-
-
-def _chat(**fields) -> dict:
-    return {"model": MODEL, "messages": ASK, "max_tokens": 64, **fields}
-
-
-def _regex(i: int) -> dict:
-    """`(a{1000}){1000}` and its cousins: each distinct, so no compile cache can answer for it."""
-    return _chat(structured_outputs={"regex": f"({'abc'[i % 3]}{{{1000 + i}}}){{1000}}"})
-
-
-def _pattern_in_schema(i: int) -> dict:
-    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": f"^(b{{{1000 + i}}}){{1000}}$"}},
-              "required": ["s"]}
-    return _chat(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}})
-
-
-def _grammar(i: int) -> dict:
-    return _chat(structured_outputs={"grammar": f"start: /(c{{{1000 + i}}}){{1000}}/"})
-
-
-def _long_stops(i: int) -> dict:
-    return _chat(stop=[c * 200_000 for c in "wxyz"], ignore_eos=True, max_tokens=512)
-
-
-def _many_deep_tools(i: int) -> dict:
-    params: dict = {"type": "object"}
-    for _ in range(40):
-        params = {"type": "object", "properties": {"x": params, "y": {"type": "string"}}, "required": ["x", "y"]}
-    tools = [{"type": "function", "function": {"name": f"f{i}_{k}", "parameters": params}} for k in range(128)]
-    return _chat(tools=tools, tool_choice="required")
-
-
-def _huge_n(i: int) -> dict:
-    return _chat(n=1000, max_tokens=512)
-
-
-def _logit_bias(i: int) -> dict:
-    return _chat(logit_bias={str(t): 100 for t in range(20_000)})
-
-
-def _deep_json(i: int) -> bytes:
-    return b'{"model": "%s", "messages": [], "metadata": %s%s}' % (MODEL.encode(), b"[" * 100_000, b"]" * 100_000)
-
-
-# name -> (payload for the i-th hostile request, the status it must get, the param its error must name)
-PAYLOADS: dict[str, tuple[Callable[[int], dict | bytes], int, str | None]] = {
-    "regex": (_regex, 400, "structured_outputs.regex"),
-    "pattern_in_schema": (_pattern_in_schema, 400, "response_format"),
-    "grammar": (_grammar, 400, "structured_outputs.grammar"),
-    "long_stop_strings": (_long_stops, 400, "stop"),
-    "many_deep_tools": (_many_deep_tools, 400, None),
-    "huge_n": (_huge_n, 400, "n"),
-    "logit_bias": (_logit_bias, 400, "logit_bias"),
-    "deep_json": (_deep_json, 400, None),
-}
-
-
-def _body(payload: dict | bytes) -> bytes:
-    return payload if isinstance(payload, bytes) else json.dumps(payload).encode()
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +72,7 @@ async def _beside_light(base: str, light: str, bodies: list[bytes],
 async def test_a_hostile_payload_is_refused_and_the_light_tenant_keeps_its_latency(tenants, name):
     base, light, hostile = tenants
     make, status, param = PAYLOADS[name]
-    bodies = [_body(make(i)) for i in range(BURST * 3)]  # distinct, built before any timing
+    bodies = [body(make(i)) for i in range(BURST * 3)]  # distinct, built before any timing
     unloaded, during, seen = await _beside_light(base, light, bodies, lambda: _headers(hostile))
     assert seen and all(s < 500 for s, _ in seen), seen
     assert {s for s, _ in seen} == {status}, seen[:3]
@@ -162,7 +99,7 @@ async def test_acceptance_three_regexes_and_three_huge_stop_lists_beside_a_16_to
     200,000-character stop strings (ignore_eos, 512 tokens): the light tenant's 16 tokens answer within 3 s, the
     hostile ones answer < 500 within 30 s (refused with 400, in fact, in well under a second)."""
     base, light, hostile = tenants
-    bodies = [_body(_regex(100 + i)) for i in range(3)] + [_body(_long_stops(i)) for i in range(3)]
+    bodies = [body(regex(100 + i)) for i in range(3)] + [body(long_stops(i)) for i in range(3)]
     async with httpx.AsyncClient(base_url=base, timeout=60) as http:
         await _light(http, light)
 

@@ -35,8 +35,9 @@ def long_stops(i: int) -> dict:
 
 
 def many_deep_tools(i: int) -> dict:
+    """128 functions, each 16 objects deep: a prompt far past the context, refused from its head's tokens."""
     params: dict = {"type": "object"}
-    for _ in range(40):
+    for _ in range(16):
         params = {"type": "object", "properties": {"x": params, "y": {"type": "string"}}, "required": ["x", "y"]}
     tools = [{"type": "function", "function": {"name": f"f{i}_{k}", "parameters": params}} for k in range(128)]
     return chat(tools=tools, tool_choice="required")

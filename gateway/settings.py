@@ -13,6 +13,9 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    # Proxies whose X-Forwarded-For / X-Forwarded-Proto uvicorn believes (comma-separated addresses or CIDRs,
+    # "*" for any): the client address they name is the one the failed-key throttle counts. "" trusts none.
+    forwarded_allow_ips: str = "127.0.0.1"
     data_dir: Path = Path("data")
     # Unprefixed names, as operators and docker images expect them.
     database_url: str = Field("", validation_alias="DATABASE_URL")  # "" -> sqlite:///<data_dir>/tollgate.db

@@ -70,6 +70,10 @@ class EngineConfig:
     # With blocked weights, decode-only steps run all layers in one kernel call (no Python between layers).
     decoder_stack: bool = True
     seed: int = 0
+    # Structured output (workers.structured.compiler): grammars compile in this many threads of their own, and a
+    # request waits this long for its grammar before it is refused as too costly.
+    grammar_compile_threads: int = 2
+    grammar_compile_timeout_s: float = 5.0
     # Speculative decoding (workers/spec_decode): None (off), a SpeculativeConfig or a dict of its fields, e.g.
     # {"method": "ngram", "num_tokens": 4} or {"method": "draft", "num_layers": 8}.
     speculative: SpeculativeConfig | dict | None = None
@@ -119,6 +123,8 @@ class EngineConfig:
             if not ok:
                 raise ValueError(f"shared_prefixes[{i}] must be a non-empty string or a list of "
                                  "{'role', 'content'} messages")
+        if self.grammar_compile_threads < 1 or self.grammar_compile_timeout_s <= 0:
+            raise ValueError("grammar_compile_threads must be >= 1 and grammar_compile_timeout_s > 0")
         if self.max_model_len is not None and self.max_model_len < 1:
             raise ValueError(f"max_model_len must be >= 1, got {self.max_model_len}")
         self.speculative = SpeculativeConfig.of(self.speculative)

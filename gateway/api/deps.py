@@ -5,20 +5,24 @@ have: database, prices, ledger, settings, catalogue, authenticator (KeyAuthentic
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Annotated, Any
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
 from gateway.api.errors import APIError, database_unavailable, invalid_api_key
 from gateway.security.admin_key import admin_key_matches
-from gateway.security.auth_throttle import retry_after_header
+from gateway.security.auth_throttle import Attempt, Throttled, retry_after_header
 from gateway.security.authenticator import AuthUnavailable, InvalidKey
 from gateway.security.principal import Principal, key_allows_model
 
 __all__ = ["AdminDep", "AnyKeyTenantDep", "Principal", "ServicesDep", "SessionDep", "TenantDep", "authenticate",
-           "authenticate_any_key", "key_allows_model", "require_admin"]
+           "authenticate_any_key", "check_credential", "client_address", "key_allows_model", "require_admin"]
+
+T = TypeVar("T")
 
 NO_KEY = ("You didn't provide an API key. You need to provide your API key in an Authorization "
           "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
@@ -48,39 +52,44 @@ def bearer_token(request: Request) -> str:
     return token
 
 
-def _client(request: Request) -> str:
+def client_address(request: Request) -> str:
+    """The address the server trusts: uvicorn's, which follows X-Forwarded-For only from the proxies in
+    TOLLGATE_FORWARDED_ALLOW_IPS."""
     return request.client.host if request.client else "unknown"
 
 
-def _check_throttle(request: Request) -> None:
-    """429 before any key lookup when this address keeps presenting bad keys."""
-    throttle = getattr(request.app.state.services, "auth_throttle", None)
-    wait = throttle.retry_after(_client(request)) if throttle is not None else None
-    if wait is not None:
-        raise APIError(429, "Too many requests with invalid credentials from this address; retry later.",
-                       type="rate_limit_error", code="too_many_failed_authentications",
-                       headers={"Retry-After": retry_after_header(wait)})
+def too_many_failures(retry_after_s: float) -> APIError:
+    return APIError(429, "Too many requests with invalid credentials from this address or for this key; "
+                    "retry later.", type="rate_limit_error", code="too_many_failed_authentications",
+                    headers={"Retry-After": retry_after_header(retry_after_s)})
 
 
-def _failed(request: Request) -> None:
+async def check_credential(request: Request, credential: str,
+                           verify: Callable[[AbstractAsyncContextManager], Awaitable[T]]) -> T:
+    """`verify(lookup_slot)` under the failed-attempt throttle (gateway.security.auth_throttle): a credential
+    that validates always passes; InvalidKey when it fails, a 429 once its address or prefix failed too often."""
     throttle = getattr(request.app.state.services, "auth_throttle", None)
-    if throttle is not None:
-        throttle.failed(_client(request))
+    if throttle is None:  # an app built without one (narrow route tests)
+        return await verify(contextlib.nullcontext())
+    try:
+        return await throttle.check(Attempt.of(client_address(request), credential), verify)
+    except Throttled as e:
+        raise too_many_failures(e.retry_after_s) from None
 
 
 async def authenticate(request: Request) -> Principal:
     """The tenant behind the Bearer key; 401 invalid_api_key otherwise, 503 database_unavailable
     when the database cannot be reached and the key is not one the cache still vouches for, 429 when
-    this address has presented too many bad keys (checked before any lookup)."""
-    _check_throttle(request)
+    this address or key prefix has presented too many bad keys (a valid key still passes)."""
     return await _tenant(request, bearer_token(request))
 
 
 async def _tenant(request: Request, token: str) -> Principal:
+    authenticator = request.app.state.services.authenticator
     try:
-        return await request.app.state.services.authenticator.authenticate(token)
+        return await check_credential(request, token,
+                                      lambda slot: authenticator.authenticate(token, lookup_slot=slot))
     except InvalidKey as e:
-        _failed(request)
         raise invalid_api_key(str(e)) from e
     except AuthUnavailable as e:
         raise database_unavailable(str(e), retry_after=e.retry_after_s) from e
@@ -94,7 +103,6 @@ NO_ANY_KEY = ("You didn't provide an API key. Send it in an x-api-key header, or
 
 async def authenticate_any_key(request: Request) -> Principal:
     """`authenticate`, for clients that send the key as `x-api-key` (Anthropic's SDKs) or as Bearer."""
-    _check_throttle(request)
     key = request.headers.get("x-api-key", "").strip()
     if not key and not request.headers.get("authorization"):
         raise invalid_api_key(NO_ANY_KEY)
@@ -106,10 +114,16 @@ AnyKeyTenantDep = Annotated[Principal, Depends(authenticate_any_key)]
 
 async def require_admin(request: Request) -> None:
     """The admin credential as Bearer; anything else (a tenant key included) is a 401."""
-    _check_throttle(request)
-    if not admin_key_matches(bearer_token(request), request.app.state.services.admin_key):
-        _failed(request)
-        raise invalid_api_key("Incorrect admin key provided.")
+    token = bearer_token(request)
+
+    async def verify(_slot: AbstractAsyncContextManager) -> None:
+        if not admin_key_matches(token, request.app.state.services.admin_key):
+            raise InvalidKey("Incorrect admin key provided.")
+
+    try:
+        await check_credential(request, token, verify)
+    except InvalidKey as e:
+        raise invalid_api_key(str(e)) from e
 
 
 AdminDep = Annotated[None, Depends(require_admin)]

@@ -10,8 +10,9 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
 
-from gateway.api.deps import bearer_token
+from gateway.api.deps import bearer_token, check_credential
 from gateway.api.errors import invalid_api_key
+from gateway.security.authenticator import InvalidKey
 from gateway.security.secret_file import secret_matches
 from gateway.services import AppServices
 
@@ -20,12 +21,20 @@ log = logging.getLogger("tollgate.ops")
 
 
 async def require_metrics_reader(request: Request) -> None:
-    """The metrics token (or the admin key) as Bearer; anything else is a 401."""
+    """The metrics token (or the admin key) as Bearer; anything else is a 401, under the failed-attempt
+    throttle like every credential (a 429 once an address or prefix failed too often)."""
     services = request.app.state.services
     token = bearer_token(request)
-    if not (secret_matches(token, services.metrics_token) or secret_matches(token, services.admin_key)):
-        raise invalid_api_key("Incorrect metrics token provided: send TOLLGATE_METRICS_TOKEN (or the token in "
-                              "<data_dir>/metrics_token) as a Bearer token.")
+
+    async def verify(_slot) -> None:
+        if not (secret_matches(token, services.metrics_token) or secret_matches(token, services.admin_key)):
+            raise InvalidKey("Incorrect metrics token provided: send TOLLGATE_METRICS_TOKEN (or the token in "
+                             "<data_dir>/metrics_token) as a Bearer token.")
+
+    try:
+        await check_credential(request, token, verify)
+    except InvalidKey as e:
+        raise invalid_api_key(str(e)) from e
 
 
 MetricsReaderDep = Annotated[None, Depends(require_metrics_reader)]

@@ -39,6 +39,11 @@ def check_schema(url: str) -> None:
                          "run `tollgate migrate` first")
 
 
+def proxy_options(settings: Settings) -> dict:
+    """uvicorn's trusted proxies: only their forwarded headers name the client (and its scheme)."""
+    return {"proxy_headers": True, "forwarded_allow_ips": settings.forwarded_allow_ips}
+
+
 def run(args: argparse.Namespace) -> int:
     settings = Settings()
     check_schema(settings.resolved_database_url)
@@ -53,5 +58,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"tollgate: /metrics token {where}", file=sys.stderr)
     uvicorn.run("gateway.main:create_app", factory=True, host=args.host or settings.host,
                 port=args.port or settings.port, log_level=settings.log_level.lower(),
-                timeout_graceful_shutdown=args.graceful_timeout)
+                timeout_graceful_shutdown=args.graceful_timeout, **proxy_options(settings))
     return 0

@@ -4,10 +4,12 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
+from contextlib import AbstractAsyncContextManager
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
+from gateway.api.deps import client_address
 from gateway.audit.auditor import Auditor
 from gateway.audit.record import Target
 from gateway.console.config import COOKIE, LOGIN_COOKIE
@@ -17,13 +19,10 @@ from gateway.console.state import console_state
 from gateway.console.viewer import FormDep, ViewerDep
 from gateway.events.events import SessionRevoked
 from gateway.security.admin_key import admin_actor, admin_key_matches
+from gateway.security.auth_throttle import Attempt, Throttled
 from gateway.security.authenticator import AuthUnavailable, InvalidKey
 
 router = APIRouter()
-
-
-def _client(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
 
 
 def _cookie(response: Response, request: Request, name: str, value: str, max_age: int) -> None:
@@ -46,14 +45,16 @@ def login_form(request: Request) -> Response:
     return _form(request)
 
 
-async def _session_for(request: Request, credential: str, ttl_s: int) -> tuple[ConsoleSession, Auditor, Target]:
+async def _session_for(request: Request, credential: str, ttl_s: int,
+                       lookup_slot: AbstractAsyncContextManager) -> tuple[ConsoleSession, Auditor, Target]:
     services = request.app.state.services
     expires = time.time() + ttl_s
     rid = getattr(request.state, "request_id", None)
     if admin_key_matches(credential, services.admin_key):
         actor = "console:" + admin_actor(services.admin_key)
         return ConsoleSession("admin", expires), Auditor(actor, rid), Target("console", "admin")
-    principal = await services.authenticator.authenticate(credential)  # InvalidKey, AuthUnavailable
+    # InvalidKey, AuthUnavailable
+    principal = await services.authenticator.authenticate(credential, lookup_slot=lookup_slot)
     session = ConsoleSession("tenant", expires, tenant_id=principal.tenant_id, key_id=principal.key_id)
     return session, Auditor(f"console:tenant:{principal.tenant_id}", rid), Target("tenant", principal.tenant_id)
 
@@ -67,16 +68,17 @@ async def login(request: Request) -> Response:
     if not state.csrf.valid("login:" + nonce if nonce else None, form.get("csrf_token")):
         return _form(request, status=403, error="The form's security token is missing or out of date: "
                                                 "try again on this page.")
-    throttle = services.auth_throttle
-    if throttle.retry_after(_client(request)) is not None:
-        return _form(request, status=429, error="Too many failed sign-ins from this address: wait a minute.")
     credential = str(form.get("credential") or "").strip()
     if not credential:
         return _form(request, status=400, error="Enter the admin key or one of your API keys.")
+    # The API's throttle (gateway.security.auth_throttle): a valid key signs in even from a throttled address.
+    attempt = Attempt.of(client_address(request), credential)
     try:
-        session, auditor, target = await _session_for(request, credential, state.config.session_ttl_s)
+        session, auditor, target = await services.auth_throttle.check(
+            attempt, lambda slot: _session_for(request, credential, state.config.session_ttl_s, slot))
+    except Throttled:
+        return _form(request, status=429, error="Too many failed sign-ins from this address: wait a minute.")
     except InvalidKey:
-        throttle.failed(_client(request))
         return _form(request, status=401, error="That key was not accepted: check it and try again.")
     except AuthUnavailable:
         return _form(request, status=503, error="The database cannot be reached right now: try again shortly.")

@@ -26,6 +26,8 @@ from gateway.tools.spec import Function, ToolSet
 MAX_N = 16  # completions per request (the engine's bound)
 MAX_LOGPROBS = 20  # alternatives per token, as OpenAI's top_logprobs
 MAX_TOOLS = 128  # functions per request, as OpenAI's
+MAX_STOPS = 4  # stop strings per request, as OpenAI's
+MAX_STOP_CHARS = 1024  # characters per stop string: the engine looks for each in every step's new text
 NAME = r"^[A-Za-z0-9_-]{1,64}$"  # a function's or a schema's name, as OpenAI allows them
 
 _NEUTRAL: dict[str, tuple[Any, ...]] = {
@@ -204,6 +206,12 @@ class StructuredOutputs(BaseModel):
             raise ValueError("choice must be non-empty strings")
         return self
 
+    @property
+    def given(self) -> str:
+        """The field that holds the constraint, as sent ("json", "regex", "choice", "grammar", "json_object")."""
+        return next((k.rstrip("_") for k in ("json_", "regex", "choice", "grammar") if getattr(self, k) is not None),
+                    "json_object")
+
     def engine_spec(self) -> dict:
         if self.json_ is not None:
             try:
@@ -276,8 +284,11 @@ class _Sampling(_Request):
     @classmethod
     def _stops(cls, v: str | list[str] | None) -> str | list[str] | None:
         stops = [v] if isinstance(v, str) else v or []
-        if len(stops) > 4 or any(not s for s in stops):
-            raise ValueError("stop must be a non-empty string or up to 4 non-empty strings")
+        if len(stops) > MAX_STOPS or any(not s for s in stops):
+            raise ValueError(f"stop must be a non-empty string or up to {MAX_STOPS} non-empty strings")
+        longest = max(map(len, stops), default=0)
+        if longest > MAX_STOP_CHARS:
+            raise ValueError(f"each stop string may be at most {MAX_STOP_CHARS} characters (one has {longest})")
         return v
 
     def stop_list(self) -> list[str]:
@@ -304,7 +315,8 @@ class _Sampling(_Request):
         if self.structured_outputs is not None:
             if self.response_format is not None and self.response_format.type != "text":
                 raise ParamError("structured_outputs", "give response_format or structured_outputs, not both")
-            return self.structured_outputs.engine_spec(), "structured_outputs"
+            # A compile refusal (gateway.api.v1.pipeline.generate) names the field: "structured_outputs.regex".
+            return self.structured_outputs.engine_spec(), f"structured_outputs.{self.structured_outputs.given}"
         schema = self.response_format.answer_schema() if self.response_format else None
         if schema is None:
             return None, None

@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import contextlib
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -75,9 +77,10 @@ class KeyAuthenticator:
         self._unknown: dict[str, float] = {}  # key hash -> fresh until
         self._lock = threading.Lock()
 
-    async def authenticate(self, key: str) -> Principal:
+    async def authenticate(self, key: str, *, lookup_slot: AbstractAsyncContextManager | None = None) -> Principal:
         """The key's Principal; InvalidKey if it is malformed, unknown, revoked or expired,
-        or its tenant is disabled. A cache hit costs no thread hop and no query."""
+        or its tenant is disabled. A cache hit costs no thread hop and no query; a database lookup runs
+        inside `lookup_slot` (gateway.security.auth_throttle bounds those of throttled callers)."""
         if not looks_like_key(key):
             raise InvalidKey("Incorrect API key provided.")
         key_hash = hash_key(key)
@@ -90,6 +93,10 @@ class KeyAuthenticator:
             raise InvalidKey("Incorrect API key provided.")
         if now < self._database_down_until:
             return self._from_grace(entry, now)
+        async with lookup_slot or contextlib.nullcontext():
+            return await self._lookup(key, key_hash, entry)
+
+    async def _lookup(self, key: str, key_hash: str, entry: _Entry | None) -> Principal:
         try:
             # On timeout the lookup goes on in its thread (and caches what it finds); we stop waiting.
             async with asyncio.timeout(self._lookup_timeout_s):

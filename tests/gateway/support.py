@@ -60,11 +60,12 @@ def free_port() -> int:
 class LiveServer:
     """The app under uvicorn on 127.0.0.1, in a background thread (its own event loop)."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app, **options) -> None:
+        """`options`: more uvicorn.Config arguments (e.g. gateway.cli.serve.proxy_options)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                timeout_graceful_shutdown=10)
+                                timeout_graceful_shutdown=10, **options)
         self.server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self.server.run, name=f"uvicorn-{self.port}", daemon=True)
 

@@ -185,6 +185,8 @@ def test_serve_prints_the_admin_key_file_and_runs_the_app_factory(capsys, monkey
     [(app, kw)] = calls
     assert app == "gateway.main:create_app" and kw["factory"] is True and kw["port"] == 9999
     assert kw["timeout_graceful_shutdown"] == 30.0
+    # Trusted proxies from TOLLGATE_FORWARDED_ALLOW_IPS (by default uvicorn's own: a proxy on this host).
+    assert kw["proxy_headers"] is True and kw["forwarded_allow_ips"] == "127.0.0.1"
 
     monkeypatch.setenv("TOLLGATE_ADMIN_KEY", "from-env-" + "k" * 32)
     rc, _, err = run(capsys, "serve")

@@ -109,6 +109,8 @@ class AsyncEngine:
         if self._thread is not None:
             return
         self._loop = asyncio.get_running_loop()
+        if self._engine.input_processor.grammars is not None:
+            self._engine.input_processor.grammars.warm()
         with self._cond:
             self._stopping = False
         self._thread = threading.Thread(target=self._run, name="tollgate-engine", daemon=True)
@@ -133,8 +135,10 @@ class AsyncEngine:
         early (aclose, cancellation, a dropped client) aborts the request and frees its blocks.
         `cache_salt` confines prefix-cache reuse to requests carrying the same salt; `schedule` is the
         request's priority and fair-share tenant."""
-        seq = self._engine.input_processor.make_sequence(request_id, prompt, messages=messages, params=params,
-                                                         cache_salt=cache_salt, schedule=schedule)
+        inputs = self._engine.input_processor
+        grammar = await inputs.compile_grammar(params)  # off this loop, bounded (workers.structured.compiler)
+        seq = inputs.make_sequence(request_id, prompt, messages=messages, params=params, cache_salt=cache_salt,
+                                   schedule=schedule, grammar=grammar)
         if request_id in self._streams:
             raise ValueError(f"request_id {request_id!r} is already in flight")
         await self.start()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from workers.engine.stop_matcher import StopMatcher
+
 _REPLACEMENT = "\ufffd"
 _CONTEXT_TOKENS = 5  # prompt tokens decoded before the output, for tokenizers whose spacing needs context
 
@@ -21,7 +23,7 @@ class IncrementalDetokenizer:
     def __init__(self, tokenizer: Decoder, stop: list[str], prompt_token_ids: list[int] = (),
                  skip_special_tokens: bool = True, *, min_tokens: int = 0, include_stop: bool = False) -> None:
         self._tokenizer = tokenizer
-        self._stop = list(stop)
+        self._stops = StopMatcher(list(stop))
         self._skip_special = skip_special_tokens
         self._min_tokens = min_tokens  # stop strings are looked for once more tokens than this are out
         self._include_stop = include_stop  # a matched stop string stays at the end of the text
@@ -67,23 +69,15 @@ class IncrementalDetokenizer:
         return self._tokenizer.decode(ids, skip_special_tokens=self._skip_special) if ids else ""
 
     def _truncate_at_stop(self, delta_len: int) -> bool:
-        if self._num_tokens <= self._min_tokens:
-            return False  # min_tokens: text before it is never searched (vLLM's rule)
-        # Only a match that ends inside the new text is new: earlier ones were looked for already.
-        hits = [(self.text.find(s, max(0, len(self.text) - delta_len - len(s) + 1)), len(s)) for s in self._stop]
-        hits = [h for h in hits if h[0] >= 0]
-        if hits:
-            start, length = min(hits)  # the earliest; at a tie the shortest, which completed first
+        # Only a match that ends inside the new text is new: earlier ones were looked for already. The matcher
+        # sees every character, so a stop string that began before min_tokens was reached is still found.
+        hit = self._stops.feed(self.text[len(self.text) - delta_len:]) if delta_len else None
+        if hit is not None and self._num_tokens > self._min_tokens:  # min_tokens: vLLM's rule
+            start, length = hit
             self.text = self.text[:start + length if self._include_stop else start]
             self.stopped = True
         return self.stopped
 
     def _partial_stop_len(self) -> int:
         """Length of the longest tail of `text` that is a proper prefix of some stop string."""
-        best = 0
-        for s in self._stop:
-            for k in range(min(len(s) - 1, len(self.text)), best, -1):
-                if self.text.endswith(s[:k]):
-                    best = k
-                    break
-        return best
+        return self._stops.partial_len()

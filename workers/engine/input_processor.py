@@ -1,7 +1,8 @@
 """Turns a request into a Sequence, or a ValueError naming the bad field.
 
 Stateless apart from the tokenizer and the grammar compiler's cache (which has its own lock), so the
-async engine can call it on the event loop and a bad request is refused before it reaches the engine loop.
+async engine can call it on the event loop and a bad request is refused before it reaches the engine loop;
+a grammar compiles in the compiler's threads (compile_grammar), never on that loop.
 """
 from __future__ import annotations
 
@@ -13,6 +14,11 @@ from workers.engine.sequence import Sequence
 from workers.sampling_params import SamplingParams
 from workers.schedule_params import ScheduleParams
 from workers.structured.compiler import CompiledGrammar, GrammarCompiler
+
+
+# A prompt longer than the engine's limit times this many characters is first judged by its head's tokens.
+HEAD_CHARS_PER_TOKEN = 8
+PREFIX_SLACK = 16  # tokens a head cut at a space may count beyond the same text inside the whole prompt
 
 
 class PromptTokenizer(Protocol):
@@ -42,16 +48,26 @@ class InputProcessor:
                  add_generation_prompt: bool = True) -> list[int]:
         if (prompt is None) == (messages is None):
             raise ValueError("prompt: give exactly one of prompt or messages")
+        self._refuse_surely_too_long(prompt, messages, add_generation_prompt)
         ids = self._tokenize_messages(messages, add_generation_prompt) if messages is not None \
             else self._tokenize_prompt(prompt)
         self._check_length(ids)
         return ids
 
+    async def compile_grammar(self, params: SamplingParams | None) -> CompiledGrammar | None:
+        """The request's grammar, compiled in the compiler's threads while the caller's event loop goes on
+        (then pass it to make_sequence); None when it asks for none. ValueError naming `structured`."""
+        if not isinstance(params, SamplingParams) or params.structured is None or self.grammars is None:
+            return None  # make_sequence says what is wrong
+        return await self.grammars.compile_async(params.structured)
+
     def make_sequence(self, request_id: str, prompt: str | list[int] | None = None, *,
                       messages: list[dict] | None = None, params: SamplingParams | None = None,
-                      cache_salt: str | None = None, schedule: ScheduleParams | None = None) -> Sequence:
+                      cache_salt: str | None = None, schedule: ScheduleParams | None = None,
+                      grammar: CompiledGrammar | None = None) -> Sequence:
         """`cache_salt`: an opaque per-tenant string; prefix-cache blocks past the public prefix
-        are reused only by requests with the same salt. None shares them with every caller."""
+        are reused only by requests with the same salt. None shares them with every caller. `grammar`: the
+        params' structured spec already compiled (compile_grammar); else it is compiled here."""
         if not isinstance(request_id, str) or not request_id:
             raise ValueError(f"request_id must be a non-empty string, got {request_id!r}")
         params = SamplingParams() if params is None else params
@@ -63,7 +79,7 @@ class InputProcessor:
             raise ValueError("cache_salt must be a non-empty string of at most 256 characters")
         ids = self.tokenize(prompt, messages)
         seq = Sequence(request_id, list(ids), len(ids), params, self.block_size, cache_salt=cache_salt,
-                       grammar=self._grammar(params), schedule=schedule or ScheduleParams())
+                       grammar=grammar or self._grammar(params), schedule=schedule or ScheduleParams())
         seq.num_public_tokens = self.public_prefix_len(ids)
         return seq
 
@@ -121,6 +137,33 @@ class InputProcessor:
         if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t < vocab for t in token_ids):
             raise ValueError(f"token ids must be integers in [0, {vocab})")
         return self.tokenizer.decode(list(token_ids), skip_special_tokens=False)
+
+    def _refuse_surely_too_long(self, prompt: object, messages: object, add_generation_prompt: bool) -> None:
+        """A text far longer than the engine takes is refused from the tokens of its head alone: tokenizing a
+        megabyte to find it too long cost a second of CPU per request. The head is cut at a space, where the
+        whole text's tokens split too (a cut word could tokenize longer than it does whole), and counted with
+        PREFIX_SLACK tokens to spare; a head that fits says nothing, and the whole text is tokenized."""
+        limit = min(self.max_model_len, self.kv_capacity_tokens)
+        head_chars = limit * HEAD_CHARS_PER_TOKEN
+        text = prompt if isinstance(prompt, str) else None
+        render = getattr(self.tokenizer, "render_chat", None)
+        if text is None and render is not None and isinstance(messages, list) and \
+                sum(len(m.get("content") or "") for m in messages if isinstance(m, dict)
+                    and isinstance(m.get("content"), str)) > head_chars:
+            try:
+                text = render(messages, add_generation_prompt)
+            except (TemplateError, KeyError, TypeError, ValueError):
+                return  # _tokenize_messages says why
+        if text is None or len(text) <= head_chars:
+            return
+        cut = text.rfind(" ", 0, head_chars)
+        head = len(self.tokenizer.encode(text[:cut if cut > 0 else head_chars]))
+        if head > limit + PREFIX_SLACK:
+            if limit == self.max_model_len:
+                raise ValueError(f"prompt is more than {head - PREFIX_SLACK} tokens, longer than max_model_len "
+                                 f"{self.max_model_len}")
+            raise ValueError(f"prompt is more than {head - PREFIX_SLACK} tokens; the whole KV cache holds "
+                             f"{self.kv_capacity_tokens}")
 
     def _check_length(self, ids: list[int]) -> None:
         if len(ids) > self.max_model_len:

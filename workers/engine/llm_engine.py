@@ -18,7 +18,7 @@ from workers.engine.step_meter import StepMeter
 from workers.outputs import RequestOutput
 from workers.sampling_params import SamplingParams
 from workers.schedule_params import ScheduleParams
-from workers.structured.compiler import GrammarCompiler
+from workers.structured.compiler import CompileConfig, GrammarCompiler
 
 
 def _build_runner(config: EngineConfig):
@@ -39,7 +39,9 @@ class LLMEngine:
                                               kv_capacity_tokens=kv_capacity, block_size=config.block_size,
                                               shared_prefixes=config.shared_prefixes,
                                               max_num_seqs=config.max_num_seqs,
-                                              grammars=GrammarCompiler(self.tokenizer))
+                                              grammars=GrammarCompiler(self.tokenizer, CompileConfig(
+                                                  timeout_s=config.grammar_compile_timeout_s,
+                                                  threads=config.grammar_compile_threads)))
         self.block_manager = BlockManager(self.runner.num_kv_blocks, config.block_size,
                                           config.enable_prefix_caching)
         # A sequence may never outgrow the pool, or preempting everyone else would not save it.

@@ -54,6 +54,9 @@ def _raise_exception(message: str):
     raise ValueError(message)
 
 
+GIL_FREE_CHARS = 4096  # longer texts are encoded without holding the GIL (a thread hop inside `tokenizers`)
+
+
 class Tokenizer:
     def __init__(self, backend: BackendTokenizer, *, bos_token_id: int | None, eos_token_ids: Iterable[int],
                  chat_template: str | None) -> None:
@@ -103,6 +106,10 @@ class Tokenizer:
 
     def encode(self, text: str) -> list[int]:
         # Chat templates already spell out their special tokens, so nothing is added here.
+        if len(text) > GIL_FREE_CHARS:
+            # `encode` holds the GIL throughout (a 400 KB prompt held every other thread, the event loop's too,
+            # for a second); `encode_batch` lets go of it while it works, so counting off the loop is off it.
+            return self.backend.encode_batch([text], add_special_tokens=False)[0].ids
         return self.backend.encode(text, add_special_tokens=False).ids
 
     def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:

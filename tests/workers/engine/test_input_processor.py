@@ -47,3 +47,19 @@ def test_bad_shared_prefixes_are_refused_by_the_config(bad):
     from workers.config import EngineConfig
     with pytest.raises(ValueError, match="shared_prefixes"):
         EngineConfig(shared_prefixes=[bad])
+
+
+def test_a_prompt_far_past_the_limit_is_refused_from_its_head_alone():
+    """A megabyte of prompt is not tokenized to find it too long: its head (cut at a space) already is."""
+    p = processor()
+    seen = []
+    real = p.tokenizer.encode
+    p.tokenizer.encode = lambda text: (seen.append(len(text)), real(text))[1]
+    with pytest.raises(ValueError, match=r"^prompt is more than \d+ tokens, longer than max_model_len 512"):
+        p.make_sequence("r", "word " * 200_000)
+    assert seen and max(seen) <= 512 * 8
+    seen.clear()
+    with pytest.raises(ValueError, match=r"^prompt is 600 tokens, longer than max_model_len 512"):
+        p.make_sequence("r", "x" * 600)  # near the limit: counted whole, the exact count in the message
+    assert seen == [600]
+    assert p.make_sequence("r", "ok " * 100).num_prompt_tokens == 300

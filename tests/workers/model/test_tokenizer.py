@@ -73,3 +73,32 @@ def test_unknown_pre_tokenizer_is_refused(gguf_path):
     md["tokenizer.ggml.pre"] = "mystery"
     with pytest.raises(ValueError, match="mystery"):
         Tokenizer.from_gguf_metadata(md)
+
+
+def test_a_long_text_encodes_the_same_without_holding_the_gil(tokenizer):
+    """Past GIL_FREE_CHARS the text goes through encode_batch, which lets other threads (the server's event
+    loop) run meanwhile; the ids are the same as encode's."""
+    import threading
+    import time
+
+    from workers.model.tokenizer import GIL_FREE_CHARS
+
+    text = "".join(TEXTS) * 2000  # ~600 KB: about a second of tokenizing on one core
+    assert len(text) > GIL_FREE_CHARS
+    ticks, done = [], threading.Event()
+
+    def tick() -> None:
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.005)
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    started = time.perf_counter()
+    ids = tokenizer.encode(text)
+    elapsed = time.perf_counter() - started
+    done.set()
+    ticker.join()
+    assert ids == tokenizer.backend.encode(text, add_special_tokens=False).ids
+    gaps = [b - a for a, b in zip(ticks, ticks[1:]) if a >= started]
+    assert gaps and max(gaps) < max(0.25, elapsed / 2), (max(gaps), elapsed)  # the other thread kept running

@@ -79,7 +79,7 @@ def gateway_env(*, database_url: str, redis_url: str, data_dir: Path, catalogue:
            "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "TOLLGATE_ADMIN_KEY": ADMIN_KEY, "TOLLGATE_METRICS_TOKEN": METRICS_TOKEN,
            "TOLLGATE_DATA_DIR": str(data_dir), "TOLLGATE_CATALOGUE": str(catalogue),
-           "TOLLGATE_BACKEND": backend, "TOLLGATE_PORT": str(port), "TOLLGATE_LOG_LEVEL": "WARNING",
+           "TOLLGATE_BACKEND": backend, "TOLLGATE_LISTEN_PORT": str(port), "TOLLGATE_LOG_LEVEL": "WARNING",
            # A chat-only gateway: no embedder to load, and no semantic cache answering repeats
            # without generating (every request here must reach the engine).
            "TOLLGATE_EMBEDDINGS_ENABLED": "false", "TOLLGATE_CACHE_ENABLED": "false",
@@ -102,7 +102,7 @@ class GatewayProcess:
 
     def __init__(self, env: dict[str, str], log_path: Path) -> None:
         self.env, self.log_path = env, log_path
-        self.url = f"http://127.0.0.1:{env['TOLLGATE_PORT']}"
+        self.url = f"http://127.0.0.1:{env['TOLLGATE_LISTEN_PORT']}"
         self.command = [sys.executable, "-m", "gateway.cli", "serve"]
         self.proc: subprocess.Popen | None = None
         self.starts = 0

@@ -2,17 +2,43 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from importlib.resources import files
 from pathlib import Path
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+
+# Secrets that may come from a file instead: NAME_FILE names a file holding NAME's value (compose `secrets:`,
+# Kubernetes secret volumes), so the value never sits in a container's environment. NAME itself wins.
+SECRET_FILE_VARS = ("TOLLGATE_ADMIN_KEY", "TOLLGATE_METRICS_TOKEN", "TOLLGATE_CACHE_SALT_SECRET", "DATABASE_URL",
+                    "REDIS_URL")
+
+
+def packaged_catalogue() -> Path:
+    """The catalogue shipped with the gateway (package data; in a checkout, deploy/catalogue.yaml)."""
+    return Path(str(files("gateway") / "deploy" / "catalogue.yaml")).resolve()
+
+
+class _EnvAndSecretFiles(EnvSettingsSource):
+    def _load_env_vars(self):
+        env = dict(super()._load_env_vars())
+        for name in SECRET_FILE_VARS:
+            key = name if self.case_sensitive else name.lower()
+            path = env.get(key + ("_FILE" if self.case_sensitive else "_file"))
+            if path and not env.get(key):
+                try:
+                    env[key] = Path(path).read_text().strip()
+                except OSError as exc:
+                    raise ValueError(f"{name}_FILE={path}: cannot read it ({exc.strerror})") from None
+        return env
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TOLLGATE_", extra="ignore")
 
     host: str = "127.0.0.1"
-    port: int = 8000
+    # Not TOLLGATE_PORT: that is the host port docker-compose publishes the gateway on (.env).
+    port: int = Field(8000, validation_alias="TOLLGATE_LISTEN_PORT")
     # Proxies whose X-Forwarded-For / X-Forwarded-Proto uvicorn believes (comma-separated addresses or CIDRs,
     # "*" for any): the client address they name is the one the failed-key throttle counts. "" trusts none.
     forwarded_allow_ips: str = "127.0.0.1"
@@ -26,7 +52,7 @@ class Settings(BaseSettings):
     metrics_token: str = ""  # "" -> generated on first start into <data_dir>/metrics_token (0600)
     metrics_per_tenant: bool = False  # True: Prometheus series carry tenant ids (identity; one series per tenant)
     docs_enabled: bool = False  # serve /docs, /redoc and /openapi.json
-    catalogue: Path = Path(__file__).resolve().parent.parent / "deploy" / "catalogue.yaml"
+    catalogue: Path = Field(default_factory=packaged_catalogue)
     backend: str = "ray"  # "ray" | "inprocess"
     max_body_bytes: int = 1_000_000
     request_timeout_s: float = 120.0
@@ -149,6 +175,13 @@ class Settings(BaseSettings):
     alerts_retention_days: float = Field(30.0, gt=0)  # delivered and failed deliveries are kept this long
     # Webhooks may reach loopback, private, link-local and metadata addresses: for on-premises receivers only.
     webhooks_allow_private: bool = False
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource):
+        return init_settings, _EnvAndSecretFiles(settings_cls), dotenv_settings, file_secret_settings
 
     @property
     def resolved_spool_dir(self) -> Path:

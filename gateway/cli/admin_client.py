@@ -12,7 +12,7 @@ from gateway.settings import Settings
 
 
 def add_connection_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--url", help="gateway base URL (default: http://<TOLLGATE_HOST>:<TOLLGATE_PORT>)")
+    parser.add_argument("--url", help="gateway base URL (default: http://<TOLLGATE_HOST>:<TOLLGATE_LISTEN_PORT>)")
     parser.add_argument("--admin-key", help="default: TOLLGATE_ADMIN_KEY, else <data_dir>/admin_key")
 
 

@@ -19,7 +19,7 @@ from gateway.settings import Settings
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("serve", help="run the gateway")
     p.add_argument("--host", help="default: TOLLGATE_HOST")
-    p.add_argument("--port", type=int, help="default: TOLLGATE_PORT")
+    p.add_argument("--port", type=int, help="default: TOLLGATE_LISTEN_PORT (8000)")
     p.add_argument("--graceful-timeout", type=float, default=30.0,
                    help="seconds in-flight requests get to finish on shutdown (default 30)")
     p.set_defaults(handler=run)

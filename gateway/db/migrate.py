@@ -1,6 +1,7 @@
 """Run the Alembic migrations from code (`tollgate migrate`, tests)."""
 from __future__ import annotations
 
+from importlib.resources import files
 from pathlib import Path
 
 from alembic import command
@@ -11,12 +12,17 @@ from sqlalchemy import create_engine
 
 from gateway.db.database import normalise_url
 
-ROOT = Path(__file__).resolve().parents[2]
+
+def scripts_dir() -> Path:
+    """The migration scripts: package data of gateway.db (in a checkout, a link onto the top-level migrations/),
+    so an installed gateway finds them wherever it is installed."""
+    return Path(str(files("gateway.db") / "migrations")).resolve()
 
 
 def alembic_config(url: str) -> Config:
-    cfg = Config(str(ROOT / "alembic.ini"))
-    cfg.set_main_option("script_location", str(ROOT / "migrations"))
+    cfg = Config()  # no alembic.ini: that file is for `alembic` run by hand from a checkout
+    cfg.set_main_option("script_location", str(scripts_dir()))
+    cfg.set_main_option("path_separator", "os")
     # '%' is ConfigParser interpolation syntax; URLs carry it in escapes (options=-csearch_path%3D...).
     cfg.set_main_option("sqlalchemy.url", normalise_url(url).replace("%", "%%"))
     cfg.attributes["configure_logging"] = False  # leave the caller's logging alone

@@ -9,6 +9,7 @@ import yaml
 
 SERVICES = {"postgres", "redis", "migrate", "ray-head", "ray-worker", "gateway"}
 LONG_RUNNING = {"postgres", "redis", "ray-head", "ray-worker", "gateway"}
+SECRETS = ("POSTGRES_PASSWORD", "TOLLGATE_ADMIN_KEY", "TOLLGATE_METRICS_TOKEN")
 
 
 def check_stack(doc: dict) -> None:
@@ -25,20 +26,57 @@ def check_stack(doc: dict) -> None:
     assert services["ray-worker"]["profiles"] == ["extra-worker"]
     env = services["gateway"]["environment"]
     assert env["TOLLGATE_BACKEND"] == "ray" and env["RAY_HEAD_ADDRESS"] == "ray-head:6379"
-    assert env["DATABASE_URL"].startswith("postgresql://") and env["REDIS_URL"].startswith("redis://")
+    assert env["REDIS_URL"].startswith("redis://")
     assert {"pgdata", "redisdata", "gatewaydata"} <= set(doc["volumes"])
     # The Ray dashboard runs jobs for whoever reaches it: this host only.
-    assert [str(p) for p in services["ray-head"]["ports"]] in (["127.0.0.1:8265:8265"], ["127.0.0.1:8265:8265/tcp"])
-    assert "TOLLGATE_METRICS_TOKEN" in env and "TOLLGATE_ADMIN_KEY" in env
+    assert [str(p).split(":")[0] for p in services["ray-head"]["ports"]] == ["127.0.0.1"]
 
 
-def test_no_default_passwords(root):
-    """Secrets come from .env (deploy/scripts/make-env.sh) or the environment, never a default."""
+def secret_names(service: dict) -> set[str]:
+    return {s if isinstance(s, str) else s["source"] for s in service.get("secrets", [])}
+
+
+def test_secrets_are_files_never_environment(root):
+    """No secret (nor a URL carrying the database password) in any container's environment: compose mounts them
+    under /run/secrets, the settings read NAME_FILE, and compose refuses to start before make-env.sh has run."""
     text = (root / "docker-compose.yml").read_text()
-    for name in ("POSTGRES_PASSWORD", "TOLLGATE_ADMIN_KEY", "TOLLGATE_METRICS_TOKEN"):
-        assert f"${{{name}:?run deploy/scripts/make-env.sh}}" in text
-        assert f"${{{name}:-" not in text
+    doc = yaml.safe_load(text)
+    for name, service in doc["services"].items():
+        env = service.get("environment", {})
+        for var, value in env.items():
+            assert var not in (*SECRETS, "DATABASE_URL"), f"{name}: {var} in its environment"
+            assert "postgresql://" not in str(value) and "PASSWORD" not in str(value), f"{name}: {var}={value}"
+        for var, value in env.items():
+            if var.endswith("_FILE"):
+                assert value.startswith("/run/secrets/") and value.rsplit("/", 1)[1] in secret_names(service)
+    gateway = doc["services"]["gateway"]
+    assert {"admin_key", "metrics_token", "database_url"} <= secret_names(gateway)
+    assert gateway["environment"]["TOLLGATE_ADMIN_KEY_FILE"] == "/run/secrets/admin_key"
+    assert "postgres_password" in secret_names(doc["services"]["postgres"])
+    for secret in doc["secrets"].values():
+        assert secret["file"].startswith("${TOLLGATE_SECRETS_DIR:?run deploy/scripts/make-env.sh}/")
     assert ".env" in (root / ".gitignore").read_text().split()
+    assert "/secrets/" in (root / ".gitignore").read_text().split()
+
+
+def test_no_obsolete_keys_and_worker_checks_itself(root):
+    doc = yaml.safe_load((root / "docker-compose.yml").read_text())
+    assert "version" not in doc
+    worker_check = " ".join(doc["services"]["ray-worker"]["healthcheck"]["test"])
+    assert "ray-head" not in worker_check and "127.0.0.1" in worker_check
+
+
+def test_published_port_is_not_the_gateways_own_setting(root, monkeypatch):
+    """TOLLGATE_PORT (.env) is the host port compose publishes; the gateway's settings never read it."""
+    from gateway.settings import Settings
+
+    doc = yaml.safe_load((root / "docker-compose.yml").read_text())
+    assert doc["services"]["gateway"]["ports"] == ["${TOLLGATE_PORT:-8000}:8000"]
+    monkeypatch.setenv("TOLLGATE_PORT", "18123")
+    monkeypatch.delenv("TOLLGATE_LISTEN_PORT", raising=False)
+    assert Settings().port == 8000
+    monkeypatch.setenv("TOLLGATE_LISTEN_PORT", "8001")
+    assert Settings().port == 8001
 
 
 def test_compose_file_structure(root):
@@ -55,7 +93,11 @@ def test_docker_compose_config(root, tmp_path):
                    capture_output=True)
     out = compose_config(root, env_file)
     assert out.returncode == 0, out.stderr
-    check_stack(yaml.safe_load(out.stdout))  # the file as compose resolved it (anchors, defaults)
+    resolved = yaml.safe_load(out.stdout)  # the file as compose resolved it (anchors, defaults)
+    check_stack(resolved)
+    values = [line.split("=", 1)[1] for line in env_file.read_text().splitlines() if line.split("=")[0] in SECRETS]
+    assert len(values) == 3 and not any(v in out.stdout for v in values)
+    assert resolved["secrets"]["admin_key"]["file"] == str(tmp_path / "secrets" / "admin_key")
 
 
 @pytest.mark.skipif(shutil.which("docker-compose") is None and not os.environ.get("CI"),
@@ -67,9 +109,8 @@ def test_docker_compose_refuses_to_run_without_the_env_file(root, tmp_path):
 
 
 def compose_config(root, env_file) -> subprocess.CompletedProcess:
-    """`docker-compose config` with only `env_file` (and none of this process's secrets) for variables."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in {"POSTGRES_PASSWORD", "TOLLGATE_ADMIN_KEY", "TOLLGATE_METRICS_TOKEN"}}
+    """`docker-compose config` with only `env_file` (and none of this process's settings) for variables."""
+    env = {k: v for k, v in os.environ.items() if k not in {*SECRETS, "TOLLGATE_SECRETS_DIR", "TOLLGATE_PORT"}}
     return subprocess.run(["docker-compose", "-f", "docker-compose.yml", "--env-file", str(env_file),
                            "--profile", "extra-worker", "config"],
                           cwd=root, capture_output=True, text=True, timeout=60, env=env)

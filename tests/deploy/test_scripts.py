@@ -6,7 +6,7 @@ import subprocess
 import pytest
 
 
-@pytest.mark.parametrize("script", ["ray-head.sh", "gateway.sh"])
+@pytest.mark.parametrize("script", ["ray-head.sh", "ray-worker.sh", "gateway.sh"])
 def test_entrypoints_are_executable_bash(root, script):
     path = root / "deploy" / "docker" / script
     assert os.access(path, os.X_OK)

@@ -45,8 +45,8 @@ class Alerts:
         self.monitor = Monitor(database, self.config, health=health, pool=pool, on_emitted=self._wake)
 
     async def seal_secrets(self) -> None:
-        """Seal the plaintext webhook secrets rows from before 0017 hold (and re-seal those a rotated-out key
-        sealed). Every replica runs it at start-up (Services.start); the writes are conditional, so they never clash."""
+        """Seal the plaintext webhook secrets that rows from before 0017 hold (and re-seal those a rotated-out key
+        sealed). Every replica runs it at start-up (Services.start); the writes are conditional, so none clash."""
         def seal() -> int:
             with self.database.engine.begin() as conn:
                 return seal_stored(conn, self.box)

@@ -127,6 +127,7 @@ class Services:
     guardrails: GuardrailStore | None = None  # tenants' guardrail rules (gateway.guardrails); None: none apply
     upstreams: LiveUpstreams | None = None  # external upstreams (gateway/upstreams) when the catalogue names any
     uploads: UploadSlots | None = None  # POST /v1/files in progress per tenant (gateway.batch.uploads)
+    secret_box: SecretBox | None = None  # seals secrets at rest (gateway.security.secret_box); set by build()
     started_at: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
@@ -147,9 +148,9 @@ class Services:
         # Keys come from the environment variables the catalogue names (api_key_env), read here once.
         external = UpstreamBackend(catalogue, environ=os.environ) if catalogue.upstreams else None
         backend = with_upstreams(backend, external)
-        upstreams = None if external is None else LiveUpstreams(database, external,
-                                                                SecretBox(settings.secret_key or admin_key))
-        alerts = Alerts(database, alerts_config(settings), deliver=settings.alerts_worker_enabled,
+        box = SecretBox.for_gateway(settings.secret_key, admin_key)  # upstream keys and webhook secrets at rest
+        upstreams = None if external is None else LiveUpstreams(database, external, box)
+        alerts = Alerts(database, alerts_config(settings), box=box, deliver=settings.alerts_worker_enabled,
                         health=backend.health, pool=str(getattr(backend, "replica_pool", "")))
         ledger = Ledger(database, prices, settings.currency, spool=Spool(SpoolConfig(
             settings.resolved_spool_dir, max_bytes=settings.spool_max_bytes,
@@ -172,6 +173,7 @@ class Services:
             events=build_event_bus(settings),
             guardrails=GuardrailStore(database),
             upstreams=upstreams,
+            secret_box=box,
         )
 
     async def start(self) -> None:
@@ -192,6 +194,8 @@ class Services:
         try:
             if self.upstreams is not None:
                 await self.upstreams.load_all()  # operators' live changes over the catalogue's upstreams
+            if self.alerts is not None:
+                await self.alerts.seal_secrets()  # webhook secrets still in plaintext from before 0017
             await self._start_cache()
         except BaseException:
             try:

@@ -1,7 +1,8 @@
 """Alerts as signed webhooks: events (events); where they are detected (budget after the ledger's inserts, canary
 in the route store's transaction, the ledger's spooling, and the periodic monitor's health and slo checks); the
 outbox they are written to (outbox, marks: once per crossing); and the worker that signs and delivers them
-(worker, sender, signing, backoff). `Alerts` (service) is what the gateway's Services builds."""
+(worker, sender, signing, backoff), each webhook's secret sealed at rest (sealing). `Alerts` (service) is what
+the gateway's Services builds."""
 from gateway.alerts.config import AlertsConfig
 from gateway.alerts.events import EVENT_TYPES, AlertEvent
 from gateway.alerts.service import Alerts

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, delete, or_, select, update
@@ -53,7 +53,8 @@ class Claimed:
     webhook_id: str
     event_type: str
     url: str
-    secret: str
+    secret: str = field(repr=False)  # as stored: sealed, unless secret_sealed is False (sealing.signing_secret)
+    secret_sealed: bool = field(repr=False)
     body: str
     attempts: int  # made before this one
 
@@ -77,7 +78,8 @@ def claim(conn: Connection, *, owner: str, now: datetime, lease_s: float, limit:
     if not won:
         return []
     rows = conn.execute(select(WebhookDelivery.id, WebhookDelivery.webhook_id, WebhookDelivery.event_type,
-                               Webhook.url, Webhook.secret, WebhookDelivery.body, WebhookDelivery.attempts)
+                               Webhook.url, Webhook.secret, Webhook.secret_sealed,
+                               WebhookDelivery.body, WebhookDelivery.attempts)
                         .join(Webhook, Webhook.id == WebhookDelivery.webhook_id)
                         .where(WebhookDelivery.id.in_(won)).order_by(WebhookDelivery.next_attempt_at))
     return [Claimed(*row) for row in rows]

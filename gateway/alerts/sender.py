@@ -40,17 +40,18 @@ def classify_error(e: Exception) -> str:
     return f"{type(e).__name__}: request failed"
 
 
-async def send(client: httpx.AsyncClient, delivery: Claimed, *, timeout_s: float,
+async def send(client: httpx.AsyncClient, delivery: Claimed, *, secret: str, timeout_s: float,
                policy: TargetPolicy | None = None) -> Outcome:
     """2xx is delivered; anything else (another status, a timeout, a refused connection, a target the policy
-    refuses) is a failed attempt. Redirects are not followed: a receiver answers where it was told to.
-    `timeout_s` bounds the whole attempt, name resolution included (httpx's own timeouts are per read, so a
-    receiver that trickles bytes could outlive the delivery's lease)."""
+    refuses) is a failed attempt. Redirects are not followed: a receiver answers where it was told to. `secret` is
+    the webhook's, opened (the delivery holds it as stored). `timeout_s` bounds the whole attempt, name resolution
+    included (httpx's own timeouts are per read, so a receiver that trickles bytes could outlive the delivery's
+    lease)."""
     policy = policy if policy is not None else TargetPolicy()
     body = delivery.body.encode()
     headers = {"content-type": "application/json", "user-agent": USER_AGENT, EVENT_ID_HEADER: delivery.id,
                EVENT_TYPE_HEADER: delivery.event_type,
-               SIGNATURE_HEADER: signature(delivery.secret, body, int(time.time()))}
+               SIGNATURE_HEADER: signature(secret, body, int(time.time()))}
     try:
         async with asyncio.timeout(timeout_s):
             url, extensions = delivery.url, {}

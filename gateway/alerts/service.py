@@ -2,6 +2,8 @@
 object the gateway's Services builds, starts and stops."""
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import socket
 from collections.abc import Awaitable, Callable
@@ -17,24 +19,40 @@ from gateway.alerts.events import LEDGER_SPOOLING, AlertEvent
 from gateway.alerts.guard import in_savepoint
 from gateway.alerts.monitor import Monitor
 from gateway.alerts.pending import PendingEvents
+from gateway.alerts.sealing import seal_stored
 from gateway.alerts.worker import DeliveryWorker
 from gateway.db.database import Database
 from gateway.db.types import utcnow
 from gateway.routing.store import AuditEntry
+from gateway.security.secret_box import SecretBox
+
+log = logging.getLogger(__name__)
 
 
 class Alerts:
-    def __init__(self, database: Database, config: AlertsConfig | None = None, *, deliver: bool = True,
-                 owner: str | None = None, health: Callable[[], Awaitable[dict[str, bool]]] | None = None,
-                 pool: str = "", **worker_kw: Any) -> None:
-        """`deliver` False: events are still written to the outbox, and another gateway's worker sends them.
+    def __init__(self, database: Database, config: AlertsConfig | None = None, *, box: SecretBox,
+                 deliver: bool = True, owner: str | None = None,
+                 health: Callable[[], Awaitable[dict[str, bool]]] | None = None, pool: str = "",
+                 **worker_kw: Any) -> None:
+        """`box` seals webhook secrets and opens them to sign deliveries (the gateway's one SecretBox).
+        `deliver` False: events are still written to the outbox, and another gateway's worker sends them.
         `health` (ModelBackend.health) and its replica `pool` feed version.unhealthy."""
-        self.database = database
+        self.database, self.box = database, box
         self.config = config or AlertsConfig()
         self.pending = PendingEvents()
-        self.worker = (DeliveryWorker(database, self.config, owner=owner, pending=self.pending, **worker_kw)
-                       if deliver else None)
+        self.worker = (DeliveryWorker(database, self.config, box=box, owner=owner, pending=self.pending,
+                                      **worker_kw) if deliver else None)
         self.monitor = Monitor(database, self.config, health=health, pool=pool, on_emitted=self._wake)
+
+    async def seal_secrets(self) -> None:
+        """Seal the plaintext webhook secrets that rows from before 0017 hold (and re-seal those a rotated-out key
+        sealed). Every replica runs it at start-up (Services.start); the writes are conditional, so none clash."""
+        def seal() -> int:
+            with self.database.engine.begin() as conn:
+                return seal_stored(conn, self.box)
+        changed = await asyncio.to_thread(seal)
+        if changed:
+            log.info("alerts: sealed %d webhook secret(s) under the current secret key", changed)
 
     async def start(self) -> None:
         if self.worker is not None:

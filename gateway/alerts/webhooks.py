@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from gateway.db.models.webhook import Webhook
 from gateway.db.models.webhook_delivery import WebhookDelivery
+from gateway.security.secret_box import SecretBox
 
 
 def secret_hint(secret: str) -> str:
@@ -18,14 +19,15 @@ def secret_hint(secret: str) -> str:
 def public_view(webhook: Webhook) -> dict[str, Any]:
     """What the API returns and the audit log records: never the secret, only its hint."""
     return {"id": webhook.id, "url": webhook.url, "events": list(webhook.events),
-            "thresholds": dict(webhook.thresholds or {}), "secret_hint": secret_hint(webhook.secret),
+            "thresholds": dict(webhook.thresholds or {}), "secret_hint": webhook.secret_hint,
             "created_at": webhook.created_at}
 
 
-def create_webhook(session: Session, *, url: str, events: list[str], secret: str,
-                   thresholds: dict[str, float]) -> Webhook:
-    """Added and flushed, not committed: the caller commits it with its audit row."""
-    webhook = Webhook(id=f"wh_{uuid.uuid4().hex}", url=url, events=events, secret=secret, thresholds=thresholds)
+def create_webhook(session: Session, *, url: str, events: list[str], secret: str, thresholds: dict[str, float],
+                   box: SecretBox) -> Webhook:
+    """Added and flushed, not committed: the caller commits it with its audit row. The secret is stored sealed."""
+    webhook = Webhook(id=f"wh_{uuid.uuid4().hex}", url=url, events=events, secret=box.seal(secret),
+                      secret_sealed=True, secret_hint=secret_hint(secret), thresholds=thresholds)
     session.add(webhook)
     session.flush()
     return webhook

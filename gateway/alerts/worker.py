@@ -15,22 +15,25 @@ import httpx
 from gateway.alerts.backoff import retry_delay_s
 from gateway.alerts.config import AlertsConfig
 from gateway.alerts.events import AlertEvent
-from gateway.alerts.outbox import Claimed, claim, emit, settle
+from gateway.alerts.outbox import Claimed, Outcome, claim, emit, settle
 from gateway.alerts.pending import PendingEvents
+from gateway.alerts.sealing import SecretUnavailable, seal_stored, signing_secret
 from gateway.alerts.sender import send
 from gateway.alerts.targets import Resolve, TargetPolicy, system_resolve
 from gateway.db.database import Database
 from gateway.db.types import utcnow
 from gateway.observability.outage import OutageLog
+from gateway.security.secret_box import SecretBox
 
 log = logging.getLogger(__name__)
 
 
 class DeliveryWorker:
-    def __init__(self, database: Database, config: AlertsConfig, *, owner: str | None = None,
+    def __init__(self, database: Database, config: AlertsConfig, *, box: SecretBox, owner: str | None = None,
                  pending: PendingEvents | None = None, transport: httpx.AsyncBaseTransport | None = None,
                  rand: random.Random | None = None, resolve: Resolve = system_resolve) -> None:
-        self.database, self.config = database, config
+        """`box` opens the webhooks' sealed secrets to sign each delivery."""
+        self.database, self.config, self._box = database, config, box
         self.targets = TargetPolicy(allow_private=config.allow_private, resolve=resolve)
         self.owner = owner or f"alerts-{uuid.uuid4().hex[:16]}"
         self.pending = pending if pending is not None else PendingEvents()
@@ -94,18 +97,31 @@ class DeliveryWorker:
             raise RuntimeError("start() the worker first")
         claimed = await asyncio.to_thread(self._claim)
         await asyncio.gather(*(self._deliver(c) for c in claimed))
+        if any(not c.secret_sealed for c in claimed):  # a row an older gateway wrote (rolling upgrade)
+            await asyncio.to_thread(self._seal_stored)
         return len(claimed)
 
     def _write_event(self, event: AlertEvent) -> None:
         with self.database.engine.begin() as conn:
             emit(conn, event)
 
+    def _seal_stored(self) -> None:
+        with self.database.engine.begin() as conn:
+            seal_stored(conn, self._box, reseal=False)
+
     def _claim(self) -> list[Claimed]:
         with self.database.engine.begin() as conn:
             return claim(conn, owner=self.owner, now=utcnow(), lease_s=self.config.lease_s, limit=self.config.batch)
 
     async def _deliver(self, delivery: Claimed) -> None:
-        outcome = await send(self._client, delivery, timeout_s=self.config.timeout_s, policy=self.targets)
+        try:
+            secret = signing_secret(delivery.secret, sealed=delivery.secret_sealed, box=self._box)
+        except SecretUnavailable as e:
+            # Retried like any failure: a replica (or a restart) with the right key may still send it.
+            outcome = Outcome(False, None, str(e))
+        else:
+            outcome = await send(self._client, delivery, secret=secret, timeout_s=self.config.timeout_s,
+                                 policy=self.targets)
         now = utcnow()
         attempts = delivery.attempts + 1
         retry_at = None

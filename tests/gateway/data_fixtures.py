@@ -24,6 +24,7 @@ from gateway.catalogue import load_catalogue
 from gateway.db.base import Base
 from gateway.db.database import Database
 from gateway.security.authenticator import KeyAuthenticator
+from gateway.security.secret_box import SecretBox
 from gateway.settings import Settings
 
 PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/tollgate_test"
@@ -89,7 +90,8 @@ def data_services(database, deploy_catalogue, tmp_path):
     settings = Settings(data_dir=tmp_path, admin_key=TEST_ADMIN_KEY)
     return SimpleNamespace(database=database, prices=prices, catalogue=deploy_catalogue, settings=settings,
                            ledger=Ledger(database, prices, settings.currency, linger_s=0),
-                           authenticator=KeyAuthenticator(database), admin_key=TEST_ADMIN_KEY)
+                           authenticator=KeyAuthenticator(database), admin_key=TEST_ADMIN_KEY,
+                           secret_box=SecretBox.for_gateway(settings.secret_key, TEST_ADMIN_KEY))
 
 
 @pytest.fixture

@@ -39,15 +39,16 @@ def _webhook_or_404(session, webhook_id: str) -> Webhook:
 
 @router.post("/webhooks", status_code=201, response_model=WebhookOut)
 def create(body: WebhookCreate, session: SessionDep, auditor: AuditorDep, services: ServicesDep) -> WebhookOut:
-    """Subscribe a URL to alert events; deliveries are signed with `secret` (never shown again). A URL whose
-    host is, or resolves to, a loopback, private, link-local or metadata address is refused (400) unless
-    TOLLGATE_WEBHOOKS_ALLOW_PRIVATE is set; a name that does not resolve yet is checked at each delivery."""
+    """Subscribe a URL to alert events; deliveries are signed with `secret` (stored encrypted, never shown
+    again). A URL whose host is, or resolves to, a loopback, private, link-local or metadata address is refused
+    (400) unless TOLLGATE_WEBHOOKS_ALLOW_PRIVATE is set; a name that does not resolve yet is checked at each
+    delivery."""
     try:
         TargetPolicy(allow_private=services.settings.webhooks_allow_private).check_new(body.url)
     except UnsafeTarget as e:
         raise invalid_request(f"url: {e}", param="url") from None
     webhook = create_webhook(session, url=body.url, events=body.events, secret=body.secret,
-                             thresholds=body.thresholds.model_dump(exclude_none=True))
+                             thresholds=body.thresholds.model_dump(exclude_none=True), box=services.secret_box)
     auditor.record(session, "webhook.create", Target("webhook", webhook.id), after=_audited(webhook))
     session.commit()
     return WebhookOut.model_validate(public_view(webhook))

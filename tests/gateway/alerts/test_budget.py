@@ -15,7 +15,7 @@ from gateway.crud.prices import set_price
 from gateway.crud.tenants import create_tenant
 from gateway.db.models.tenant import Tenant
 from tests.gateway.alerts.conftest import BOTH
-from tests.gateway.alerts.helpers import add_webhook, deliveries
+from tests.gateway.alerts.helpers import BOX, add_webhook, deliveries
 
 MODEL = "m"
 DEC = datetime(2026, 12, 1, 12, tzinfo=UTC)
@@ -30,7 +30,7 @@ def tenant_id(database):
 
 
 def ledger(database) -> Ledger:
-    alerts = Alerts(database, deliver=False)
+    alerts = Alerts(database, deliver=False, box=BOX)
     return Ledger(database, PriceBook(database), linger_s=0, after_insert=alerts.after_usage)
 
 

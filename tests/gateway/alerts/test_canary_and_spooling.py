@@ -17,7 +17,7 @@ from gateway.routing.canary import RollbackPolicy
 from gateway.routing.router import Router
 from gateway.routing.sql_store import SqlRouteStore
 from tests.gateway.alerts.conftest import BOTH
-from tests.gateway.alerts.helpers import add_webhook, deliveries
+from tests.gateway.alerts.helpers import BOX, add_webhook, deliveries
 from tests.gateway.alerts.receiver import Receiver, arrived
 from tests.gateway.routing.conftest import BF16, FP32, raw_catalogue
 
@@ -33,7 +33,7 @@ def router_with_alerts(database, alerts: Alerts) -> Router:
 @BOTH
 def test_an_automatic_rollback_writes_one_event_with_the_route_change(database):
     add_webhook(database, "http://127.0.0.1:9/h", [CANARY_ROLLED_BACK])
-    router = router_with_alerts(database, Alerts(database, deliver=False))
+    router = router_with_alerts(database, Alerts(database, deliver=False, box=BOX))
     for _ in range(20):
         router.observe(FP32, ok=True, ttft_s=0.05, latency_s=0.1)
     for _ in range(8):  # rolled back at the 5th; later verdicts find nothing left to change
@@ -47,7 +47,7 @@ def test_an_automatic_rollback_writes_one_event_with_the_route_change(database):
 
 def test_an_operators_rollback_alerts_nobody(database):
     add_webhook(database, "http://127.0.0.1:9/h", ["*"])
-    router = router_with_alerts(database, Alerts(database, deliver=False))
+    router = router_with_alerts(database, Alerts(database, deliver=False, box=BOX))
     router.rollback("chat", actor="alice")
     assert deliveries(database) == []
 
@@ -56,7 +56,7 @@ def test_a_failing_alert_never_blocks_the_rollback(database, monkeypatch):
     import gateway.alerts.canary as canary
     add_webhook(database, "http://127.0.0.1:9/h", ["*"])
     monkeypatch.setattr(canary, "emit", lambda *a, **k: 1 / 0)
-    router = router_with_alerts(database, Alerts(database, deliver=False))
+    router = router_with_alerts(database, Alerts(database, deliver=False, box=BOX))
     for _ in range(5):
         router.observe(BF16, ok=False, ttft_s=None, latency_s=0.01)
     again = Router(parse_catalogue(raw_catalogue()), store=SqlRouteStore(database))
@@ -90,7 +90,7 @@ async def test_the_ledger_spooling_fires_once_per_outage_and_is_delivered_when_t
         tenant = create_tenant(s, name="t").id
     with Receiver() as rx:
         add_webhook(database, rx.url, [LEDGER_SPOOLING])
-        alerts = Alerts(database, FAST)
+        alerts = Alerts(database, FAST, box=BOX)
         ledger = Ledger(database, PriceBook(database), spool=Spool(SpoolConfig(tmp_path / "spool")), linger_s=0,
                         retry_delay_s=0, replay_interval_s=0.05, after_insert=alerts.after_usage)
         ledger.listen_spooling(alerts.on_ledger_spooling)

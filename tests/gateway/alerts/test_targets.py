@@ -74,13 +74,14 @@ class Recorder:
 
 
 def delivery(url: str) -> Claimed:
-    return Claimed(id="evt_1", webhook_id="wh_1", url=url, secret="whsec-0123456789abcdef", event_type="ping",
+    return Claimed(id="evt_1", webhook_id="wh_1", url=url, secret="sealed", secret_sealed=True, event_type="ping",
                    body='{"id":"evt_1"}', attempts=0)
 
 
 async def deliver(url: str, table: dict[str, list[str]], rx: Recorder, **policy):
     async with httpx.AsyncClient(transport=httpx.MockTransport(rx), follow_redirects=False) as client:
-        return await send(client, delivery(url), timeout_s=2.0, policy=TargetPolicy(resolve=resolver(table), **policy))
+        return await send(client, delivery(url), secret="whsec-0123456789abcdef", timeout_s=2.0,
+                          policy=TargetPolicy(resolve=resolver(table), **policy))
 
 
 async def test_a_delivery_connects_to_the_address_it_checked_under_the_receivers_name():

@@ -14,7 +14,7 @@ from gateway.alerts.signing import verify
 from gateway.alerts.worker import DeliveryWorker
 from gateway.db.types import utcnow
 from tests.gateway.alerts.conftest import BOTH
-from tests.gateway.alerts.helpers import SECRET, add_webhook, deliveries
+from tests.gateway.alerts.helpers import BOX, SECRET, add_webhook, deliveries
 from tests.gateway.alerts.receiver import Receiver
 
 FAST = AlertsConfig(poll_s=0.02, lease_s=5.0, timeout_s=2.0, max_attempts=3, backoff_s=0.05, backoff_max_s=0.2,
@@ -37,7 +37,7 @@ async def test_a_delivery_is_signed_and_carries_its_event_id(database):
     with Receiver() as rx:
         add_webhook(database, rx.url, [BUDGET_CROSSED])
         (delivery_id,) = fire(database, AlertEvent(BUDGET_CROSSED, {"tenant_id": "t", "threshold": 80}))
-        worker = DeliveryWorker(database, FAST)
+        worker = DeliveryWorker(database, FAST, box=BOX)
         await worker.open()
         try:
             await run_until(worker, lambda: len(rx.received) == 1)
@@ -65,7 +65,7 @@ async def test_a_500_is_retried_with_backoff_under_the_same_event_id(database):
     with Receiver(statuses=[500, 503]) as rx:
         add_webhook(database, rx.url)
         (delivery_id,) = fire(database, AlertEvent(BUDGET_CROSSED, {"threshold": 50}))
-        worker = DeliveryWorker(database, FAST)
+        worker = DeliveryWorker(database, FAST, box=BOX)
         await worker.open()
         try:
             before = utcnow()
@@ -88,7 +88,7 @@ async def test_gives_up_after_max_attempts(database):
     with Receiver(statuses=[500] * 10) as rx:
         add_webhook(database, rx.url)
         fire(database, AlertEvent(BUDGET_CROSSED, {}))
-        worker = DeliveryWorker(database, FAST)
+        worker = DeliveryWorker(database, FAST, box=BOX)
         await worker.open()
         try:
             await run_until(worker, lambda: deliveries(database)[0].status == "failed")
@@ -105,7 +105,7 @@ async def test_gives_up_after_max_attempts(database):
 async def test_an_unreachable_receiver_is_an_attempt_that_failed(database):
     add_webhook(database, "http://127.0.0.1:9/nothing-listens-here")
     fire(database, AlertEvent(BUDGET_CROSSED, {}))
-    worker = DeliveryWorker(database, FAST)
+    worker = DeliveryWorker(database, FAST, box=BOX)
     await worker.open()
     try:
         await worker.run_once()
@@ -120,7 +120,8 @@ async def test_a_receiver_too_slow_to_answer_is_a_timed_out_attempt(database):
     with Receiver(delay_s=1.0) as rx:
         add_webhook(database, rx.url)
         fire(database, AlertEvent(BUDGET_CROSSED, {}))
-        worker = DeliveryWorker(database, AlertsConfig(poll_s=0.02, lease_s=5.0, timeout_s=0.2, allow_private=True))
+        worker = DeliveryWorker(database, AlertsConfig(poll_s=0.02, lease_s=5.0, timeout_s=0.2, allow_private=True),
+                                box=BOX)
         await worker.open()
         try:
             await worker.run_once()
@@ -139,7 +140,8 @@ async def test_two_workers_racing_deliver_each_event_once(database):
         for i in range(10):
             ids += fire(database, AlertEvent(BUDGET_CROSSED, {"n": i}))
         config = AlertsConfig(poll_s=0.02, lease_s=5.0, timeout_s=2.0, batch=3, allow_private=True)
-        a, b = DeliveryWorker(database, config, owner="a"), DeliveryWorker(database, config, owner="b")
+        a = DeliveryWorker(database, config, box=BOX, owner="a")
+        b = DeliveryWorker(database, config, box=BOX, owner="b")
         await a.open()
         await b.open()
         try:
@@ -158,7 +160,7 @@ async def test_events_held_while_the_database_is_down_are_written_once_it_answer
     with Receiver() as rx:
         add_webhook(database, rx.url, [LEDGER_SPOOLING])
         pending = PendingEvents()
-        worker = DeliveryWorker(database, FAST, pending=pending)
+        worker = DeliveryWorker(database, FAST, box=BOX, pending=pending)
         pending.add(AlertEvent(LEDGER_SPOOLING, {"reason": "OperationalError"}))
         real = worker._write_event
         monkeypatch.setattr(worker, "_write_event", lambda e: (_ for _ in ()).throw(ConnectionError("down")))
@@ -178,7 +180,7 @@ async def test_a_receiver_on_this_machine_gets_nothing_unless_private_targets_ar
     with Receiver() as rx:
         add_webhook(database, rx.url)  # written straight to the table, as a row from before the check would be
         fire(database, AlertEvent(BUDGET_CROSSED, {}))
-        worker = DeliveryWorker(database, AlertsConfig(poll_s=0.02, lease_s=5.0, timeout_s=2.0))
+        worker = DeliveryWorker(database, AlertsConfig(poll_s=0.02, lease_s=5.0, timeout_s=2.0), box=BOX)
         await worker.open()
         try:
             await worker.run_once()

@@ -3,6 +3,7 @@ pings, and the audit rows each change writes without the secret."""
 import json
 
 import pytest
+from sqlalchemy import text
 
 from tests.gateway.data_fixtures import ADMIN, assert_openai_error
 
@@ -31,6 +32,14 @@ async def test_create_list_read_never_show_the_secret(admin_http):
     assert [w["id"] for w in listed["data"]] == [made["id"]] and one == made
     for text in (json.dumps(made), json.dumps(listed), json.dumps(one)):
         assert SECRET not in text and "secret\"" not in text.replace("secret_hint\"", "")
+
+
+async def test_the_stored_row_holds_the_secret_sealed_never_in_plaintext(admin_http, data_services):
+    made = await _create(admin_http)
+    with data_services.database.engine.connect() as conn:
+        row = conn.execute(text("SELECT * FROM webhooks WHERE id = :id"), {"id": made["id"]}).mappings().one()
+    assert SECRET not in json.dumps({k: str(v) for k, v in row.items()})
+    assert row["secret_sealed"] and data_services.secret_box.open(row["secret"]) == SECRET
 
 
 async def test_wildcard_and_duplicate_events(admin_http):

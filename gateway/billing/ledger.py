@@ -60,6 +60,8 @@ class UsageRecord:
     created_at: datetime = field(default_factory=utcnow)
     kind: str = "interactive"  # | "batch": a Batch API line, costed at the model's batch discount
     prompt_version: str | None = None  # "name:N" when a stored prompt built the request (gateway/prompts)
+    max_tokens_asked: int | None = None  # set when the output cap clamped the request: what it asked for
+    max_tokens_cap: int | None = None  # and the cap it ran at
 
 
 def record_to_json(rec: UsageRecord) -> dict:

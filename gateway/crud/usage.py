@@ -61,6 +61,24 @@ def totals_by_model(session: Session, *, period: Period, tenant_id: str | None =
             for t, m, k, n, p, c, ct, cost in session.execute(stmt)]
 
 
+@dataclass(frozen=True, slots=True)
+class ClampTotals:
+    requests: int  # requests the output cap clamped
+    tokens_saved: int  # what they asked for above the cap, summed (asked - cap)
+
+
+def clamp_totals(session: Session, *, period: Period, tenant_id: str | None = None) -> dict[str, ClampTotals]:
+    """Per tenant over `period`: the requests its output cap clamped and the tokens that saved."""
+    stmt = (select(Usage.tenant_id, func.count(Usage.id),
+                   func.coalesce(func.sum(Usage.max_tokens_asked - Usage.max_tokens_cap), 0))
+            .where(Usage.created_at >= period.start, Usage.created_at < period.end,
+                   Usage.max_tokens_cap.is_not(None))
+            .group_by(Usage.tenant_id))
+    if tenant_id is not None:
+        stmt = stmt.where(Usage.tenant_id == tenant_id)
+    return {t: ClampTotals(int(n), int(saved)) for t, n, saved in session.execute(stmt)}
+
+
 def totals_by_prompt_version(session: Session, *, period: Period,
                              tenant_id: str) -> list[tuple[str | None, ModelTotals]]:
     """Per (prompt version, model, kind) sums of a tenant over `period`; None for requests without a prompt

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gateway.schemas.billing import Money
 
@@ -54,7 +54,26 @@ class SchedulingPlan(_Body):
     plan: Annotated[str, Field(min_length=1, max_length=64)] | None = None
 
 
-class TenantCreate(CacheSettings, SchedulingPlan):
+def check_default_within_cap(cap: int | None, default: int | None) -> None:
+    """ValueError when a default would ask for more than the cap allows."""
+    if cap is not None and default is not None and default > cap:
+        raise ValueError(f"default_max_tokens ({default}) exceeds max_output_tokens ({cap})")
+
+
+class OutputCaps(_Body):
+    """The most tokens a request may ask for (`max_output_tokens`) and what one naming none gets
+    (`default_max_tokens`); `output_cap_mode`: `reject` a request over the cap (400) or `clamp` it to the cap."""
+    max_output_tokens: Limit | None = None
+    default_max_tokens: Limit | None = None
+    output_cap_mode: Literal["reject", "clamp"] | None = None
+
+    @model_validator(mode="after")
+    def _default_within_cap(self):
+        check_default_within_cap(self.max_output_tokens, self.default_max_tokens)
+        return self
+
+
+class TenantCreate(CacheSettings, SchedulingPlan, OutputCaps):
     name: Name
     rpm: Limit | None = None
     tpm: Limit | None = None
@@ -62,10 +81,11 @@ class TenantCreate(CacheSettings, SchedulingPlan):
     files_max_bytes: Budget | None = None  # Batch API file storage; null: the gateway's default
 
 
-_NOT_NULL = ("name", "status", "cache_enabled", "cache_allow_sampling", "priority", "share_weight")
+_NOT_NULL = ("name", "status", "cache_enabled", "cache_allow_sampling", "priority", "share_weight",
+             "output_cap_mode")
 
 
-class TenantUpdate(CacheSettings, SchedulingPlan):
+class TenantUpdate(CacheSettings, SchedulingPlan, OutputCaps):
     """Only the fields sent change; null clears a limit or cache override."""
     name: Name | None = None
     status: Literal["active", "disabled"] | None = None
@@ -102,6 +122,9 @@ class TenantOut(BaseModel):
     share_weight: float
     plan: str | None = None
     files_max_bytes: int | None = None
+    max_output_tokens: int | None = None
+    default_max_tokens: int | None = None
+    output_cap_mode: str = "reject"
     created_at: datetime
 
 
@@ -115,6 +138,14 @@ class KeyCreate(_Body):
     expires_at: Instant | None = None
     rpm: Limit | None = None
     tpm: Limit | None = None
+    # The key's own output caps, within its tenant's (the stricter cap applies; the tenant's mode).
+    max_output_tokens: Limit | None = None
+    default_max_tokens: Limit | None = None
+
+    @model_validator(mode="after")
+    def _default_within_cap(self):
+        check_default_within_cap(self.max_output_tokens, self.default_max_tokens)
+        return self
 
 
 class KeyOut(BaseModel):
@@ -128,6 +159,8 @@ class KeyOut(BaseModel):
     models: list[str] | None
     rpm: int | None
     tpm: int | None
+    max_output_tokens: int | None = None
+    default_max_tokens: int | None = None
     expires_at: datetime | None
     revoked_at: datetime | None
     created_at: datetime

@@ -43,6 +43,10 @@ class Bill(BaseModel):
     total_cost: Money
     currency: str
     cache_accuracy: CacheAccuracy | None = None  # None: the cache is off
+    # The tenant's output cap at work: requests it clamped (output_cap_mode "clamp"), and the tokens it saved
+    # (what they asked for above the cap).
+    requests_clamped: int = 0
+    tokens_saved_by_cap: int = 0
 
 
 class PromptVersionBillLine(BillLine):

@@ -37,3 +37,6 @@ class Usage(Base):
     kind: Mapped[str] = mapped_column(String(16), default="interactive", server_default="interactive")  # | "batch"
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
     prompt_version: Mapped[str | None] = mapped_column(String(120))  # "greeting:2" when a stored prompt served
+    # Set only when the tenant's output cap clamped the request: the max_tokens it asked for, and the cap it ran at.
+    max_tokens_asked: Mapped[int | None] = mapped_column(Integer)
+    max_tokens_cap: Mapped[int | None] = mapped_column(Integer)

@@ -32,6 +32,7 @@ class Job:
     tools: ToolSet | None = None  # the functions offered, and the rule for calling them
     priority: int | None = None  # asked for (vLLM's extension); the tenant's plan bounds it from below
     kind: str = "interactive"  # | "batch": a Batch API line (billed at the batch discount)
+    max_tokens_param: str = "max_tokens"  # the body field max_tokens came from (an output cap's 400 names it)
 
     def as_batch_line(self, priority: int) -> None:
         """Run as a Batch API line: billed as batch work, and never ahead of `priority` in the engine's queue."""
@@ -41,10 +42,13 @@ class Job:
     @classmethod
     def from_chat(cls, body: ChatCompletionRequest) -> Job:
         structured, param = body.output_spec
-        return cls("/v1/chat/completions", body.model, None, body.engine_messages(body.tool_set), body.token_limit,
+        job = cls("/v1/chat/completions", body.model, None, body.engine_messages(body.tool_set), body.token_limit,
                    _or(body.temperature, 1.0), _or(body.top_p, 1.0), body.seed, body.stop_list(),
                    bool(body.stream), body.include_usage, body.user, body.engine_sampling(), body.logprobs_k,
                    None, body.continuous_usage, body.ignored_fields, structured, param, body.tool_set, body.priority)
+        if body.max_completion_tokens is not None:
+            job.max_tokens_param = "max_completion_tokens"
+        return job
 
     @classmethod
     def from_completion(cls, body: CompletionRequest) -> Job:

@@ -26,6 +26,7 @@ class ModelTotals:
     completion_tokens: int
     cached_tokens: int
     cost: Decimal
+    tier: int = 1  # the model's volume tier (gateway.billing.tiers), 1-based
 
 
 def insert_usage(connection: Connection, *, rows: list[dict[str, Any]]) -> None:
@@ -95,6 +96,20 @@ def totals_by_prompt_version(session: Session, *, period: Period,
             for pv, m, k, n, p, c, ct, cost in session.execute(stmt)]
     # Sorted here, not in SQL: where NULLs sort differs between SQLite and PostgreSQL.
     return sorted(rows, key=lambda r: (r[0] is None, r[0] or "", r[1].model, r[1].kind != "interactive"))
+
+
+def iter_model_rows(session: Session, *, period: Period, models: set[str],
+                    tenant_id: str | None = None, chunk: int = 2000) -> Iterator[Any]:
+    """The rows of `models` over `period` in the order tiers are applied: per tenant and model, by created_at,
+    then id. Only the columns costing needs."""
+    stmt = (select(Usage.tenant_id, Usage.model, Usage.kind, Usage.prompt_version, Usage.prompt_tokens,
+                   Usage.completion_tokens, Usage.cached_tokens, Usage.cache_hit, Usage.cost, Usage.created_at)
+            .where(Usage.created_at >= period.start, Usage.created_at < period.end, Usage.model.in_(models))
+            .order_by(Usage.tenant_id, Usage.model, Usage.created_at, Usage.id)
+            .execution_options(yield_per=chunk))
+    if tenant_id is not None:
+        stmt = stmt.where(Usage.tenant_id == tenant_id)
+    yield from session.execute(stmt)
 
 
 def iter_usage(session: Session, *, period: Period, tenant_id: str | None = None,

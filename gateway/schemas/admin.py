@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gateway.billing.tiers import Tier, check_tiers, flat
 from gateway.schemas.billing import Money
 
 INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
@@ -176,12 +177,38 @@ class KeyList(BaseModel):
     data: list[KeyOut]
 
 
+class PriceTierIn(_Body):
+    up_to: Annotated[int, Field(ge=1, le=INT64_MAX)] | None  # monthly tokens of the model (input + output)
+    input_per_million: PerMillion
+    output_per_million: PerMillion
+
+
 class PriceSet(_Body):
     input_per_million: PerMillion
     output_per_million: PerMillion
     cached_input_per_million: PerMillion = Decimal(0)
     cached_output_per_million: PerMillion = Decimal(0)
     effective_from: Instant | None = None  # default: now
+    # Monthly volume tiers: ascending up_to, the last null; the first tier's prices are the flat fields'.
+    tiers: Annotated[list[PriceTierIn], Field(min_length=1, max_length=32)] | None = None
+
+    @model_validator(mode="after")
+    def _tiers_fit(self):
+        if self.tiers is not None:
+            check_tiers(self.tier_list(), input_per_million=self.input_per_million,
+                        output_per_million=self.output_per_million)  # TierError is a ValueError: a 400
+        return self
+
+    def tier_list(self) -> tuple[Tier, ...]:
+        if self.tiers is None:
+            return flat(self.input_per_million, self.output_per_million)
+        return tuple(Tier(t.up_to, t.input_per_million, t.output_per_million) for t in self.tiers)
+
+
+class PriceTierOut(BaseModel):
+    up_to: int | None
+    input_per_million: Money
+    output_per_million: Money
 
 
 class PriceOut(BaseModel):
@@ -195,6 +222,7 @@ class PriceOut(BaseModel):
     cached_output_per_million: Money
     effective_from: datetime
     current: bool = False  # the price in effect now
+    tiers: list[PriceTierOut] | None = None  # None: flat
 
 
 class PriceList(BaseModel):

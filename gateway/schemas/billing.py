@@ -19,6 +19,9 @@ Money = Annotated[Decimal, PlainSerializer(decimal_text, return_type=str)]
 class BillLine(BaseModel):
     model: str
     kind: str = "interactive"  # | "batch" (Batch API lines, at the model's batch discount)
+    # The model's monthly volume tier (1-based; always 1 for a flat price). A request straddling a tier boundary
+    # has its tokens on both lines and counts as a request on the first.
+    tier: int = 1
     requests: int
     prompt_tokens: int
     completion_tokens: int

@@ -23,16 +23,19 @@ def bill(tenant_id: str, month: MonthDep, session: SessionDep, services: Service
     tenant_or_404(session, tenant_id)
     currency = services.settings.currency
     if group_by == "prompt_version":
-        grouped = tenant_bill_by_prompt_version(session, tenant_id=tenant_id, month=month, currency=currency)
+        grouped = tenant_bill_by_prompt_version(session, tenant_id=tenant_id, month=month, currency=currency,
+                                                 prices=services.prices)
         return JSONResponse(grouped.model_dump(mode="json"))
-    return _with_cache_accuracy(services, tenant_bill(session, tenant_id=tenant_id, month=month, currency=currency))
+    return _with_cache_accuracy(services, tenant_bill(session, tenant_id=tenant_id, month=month, currency=currency,
+                                                           prices=services.prices))
 
 
 @router.get("/bills", response_model=BillList)
 def bills(month: MonthDep, session: SessionDep, services: ServicesDep) -> BillList:
     """Every tenant's bill for a month, empty ones included."""
     return BillList(month=str(month), data=[_with_cache_accuracy(services, b) for b in
-                                            all_bills(session, month=month, currency=services.settings.currency)])
+                                            all_bills(session, month=month, currency=services.settings.currency,
+                                                                      prices=services.prices)])
 
 
 def _with_cache_accuracy(services, bill: Bill) -> Bill:

@@ -38,14 +38,15 @@ async def test_tenant_bill(admin_http, billed):
     r = await admin_http.get(f"/admin/tenants/{a}/bill?month=2026-11", headers=ADMIN)
     assert r.status_code == 200
     bill = r.json()
-    assert set(bill) == {"tenant_id", "month", "lines", "total_cost", "currency", "cache_accuracy"}
+    assert set(bill) == {"tenant_id", "month", "lines", "total_cost", "currency", "cache_accuracy",
+                         "requests_clamped", "tokens_saved_by_cap"}
     assert (bill["tenant_id"], bill["month"], bill["currency"]) == (a, "2026-11", "USD")
     assert bill["lines"] == [
         {"model": "all-minilm-l6-v2", "kind": "interactive", "tier": 1, "requests": 1, "prompt_tokens": 1000,
          "completion_tokens": 0, "cached_tokens": 0, "cost": "0.00001"},
         # 1000 at 0.1 + 2 x 100 at 0.3 (the cached 1000 are free): 0.0001 + 0.00006
-        {"model": MODEL, "kind": "interactive", "tier": 1, "requests": 2, "prompt_tokens": 2000, "completion_tokens": 200,
-         "cached_tokens": 1000, "cost": "0.00016"}]
+        {"model": MODEL, "kind": "interactive", "tier": 1, "requests": 2, "prompt_tokens": 2000,
+         "completion_tokens": 200, "cached_tokens": 1000, "cost": "0.00016"}]
     assert bill["total_cost"] == "0.00017"
 
 

@@ -4,6 +4,7 @@ saying so; a request naming no max_tokens gets the default; the month's bill rep
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 import pytest
@@ -127,3 +128,31 @@ def test_a_cap_set_through_the_admin_api_takes_effect_on_the_next_request(db, se
     assert r.status_code == 200, r.text
     clamped = post(server, key, max_tokens=100)
     assert clamped.json()["usage"]["completion_tokens"] == 10 and clamped.headers[CLAMPED] == "100->10"
+
+
+def test_a_cache_hit_is_cut_to_the_cap_like_a_generation(db):
+    from tests.gateway.api.v1.pipeline.test_admit import CountingEmbedder
+
+    tmp, url = db
+    app = create_app(gateway_settings(tmp, url, embeddings_enabled=False, cache_enabled=True),
+                     backend=CannedBackend(tokens=30), embedder=CountingEmbedder())
+    tenant_id, key = make_tenant(url)
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    question = {"messages": [{"role": "user", "content": "What is the capital of France?"}], "temperature": 0}
+    with LiveServer(app) as live:
+        first = post(live, key, **question)
+        assert first.json()["usage"]["completion_tokens"] == 30  # stored whole: no cap yet
+        cache, deadline = app.state.services.cache, time.monotonic() + 15
+        while cache.stats(tenant_id).entries < 1:
+            assert time.monotonic() < deadline, "the answer was never stored"
+            time.sleep(0.02)
+        httpx.patch(f"{live.url}/admin/tenants/{tenant_id}", headers=admin,
+                    json={"max_output_tokens": 10, "output_cap_mode": "clamp"}).raise_for_status()
+        clamped = post(live, key, max_tokens=200, **question)
+        assert clamped.headers["x-tollgate-cache"] == "hit" and clamped.headers[CLAMPED] == "200->10"
+        assert clamped.json()["usage"]["completion_tokens"] == 10
+        httpx.patch(f"{live.url}/admin/tenants/{tenant_id}", headers=admin,
+                    json={"max_output_tokens": None, "default_max_tokens": 5}).raise_for_status()
+        defaulted = post(live, key, **question)
+        assert defaulted.headers["x-tollgate-cache"] == "hit"
+        assert defaulted.json()["usage"]["completion_tokens"] == 5

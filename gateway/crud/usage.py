@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, case, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -78,6 +78,32 @@ def clamp_totals(session: Session, *, period: Period, tenant_id: str | None = No
     if tenant_id is not None:
         stmt = stmt.where(Usage.tenant_id == tenant_id)
     return {t: ClampTotals(int(n), int(saved)) for t, n, saved in session.execute(stmt)}
+
+
+@dataclass(frozen=True, slots=True)
+class WasteTotals:
+    model: str
+    engine_requests: int  # requests the engine served
+    engine_prompt_tokens: int
+    prefix_cached_tokens: int  # of those prompt tokens, the ones the engine's prefix cache already held
+    cache_hits: int  # requests the semantic cache answered (no engine work)
+    hit_prompt_tokens: int
+    hit_completion_tokens: int
+
+
+def waste_by_model(session: Session, *, period: Period, tenant_id: str) -> list[WasteTotals]:
+    """Per model over `period`: what the engine's prefix cache and the semantic cache spared the tenant."""
+    hit = Usage.cache_hit.is_(True)
+    engine = Usage.cache_hit.is_(False)
+
+    def when(cond, value):
+        return func.coalesce(func.sum(case((cond, value), else_=0)), 0)
+
+    stmt = (select(Usage.model, when(engine, 1), when(engine, Usage.prompt_tokens), when(engine, Usage.cached_tokens),
+                   when(hit, 1), when(hit, Usage.prompt_tokens), when(hit, Usage.completion_tokens))
+            .where(Usage.tenant_id == tenant_id, Usage.created_at >= period.start, Usage.created_at < period.end)
+            .group_by(Usage.model).order_by(Usage.model))
+    return [WasteTotals(m, *(int(v) for v in values)) for m, *values in session.execute(stmt)]
 
 
 def totals_by_prompt_version(session: Session, *, period: Period,

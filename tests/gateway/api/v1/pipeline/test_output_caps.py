@@ -43,7 +43,7 @@ def server(db):
 def post(server, key, path="/v1/chat/completions", **body) -> httpx.Response:
     if path.endswith("chat/completions"):
         body.setdefault("messages", [{"role": "user", "content": "Write a long story."}])
-    else:
+    elif path.endswith("/completions"):
         body.setdefault("prompt", "Once upon a time")
     return httpx.post(f"{server.url}{path}", json={"model": MODEL, **body}, timeout=30,
                       headers={"Authorization": f"Bearer {key}"})
@@ -156,3 +156,14 @@ def test_a_cache_hit_is_cut_to_the_cap_like_a_generation(db):
         defaulted = post(live, key, **question)
         assert defaulted.headers["x-tollgate-cache"] == "hit"
         assert defaulted.json()["usage"]["completion_tokens"] == 5
+
+
+def test_the_responses_api_names_its_own_param(db, server):
+    _, key = make_tenant(db[1], max_output_tokens=12)
+    r = post(server, key, "/v1/responses", input="Tell me a story.", max_output_tokens=50)
+    assert r.status_code == 400 and r.json()["error"]["param"] == "max_output_tokens"
+    assert "12" in r.json()["error"]["message"] and "max_output_tokens (50)" in r.json()["error"]["message"]
+    _, clamp_key = make_tenant(db[1], max_output_tokens=12, output_cap_mode="clamp")
+    ok = post(server, clamp_key, "/v1/responses", input="Tell me a story.", max_output_tokens=50)
+    assert ok.status_code == 200 and ok.headers[CLAMPED] == "50->12"
+    assert ok.json()["usage"]["output_tokens"] == 12

@@ -38,20 +38,25 @@ def bill_lines(totals: list[ModelTotals]) -> tuple[list[BillLine], Decimal]:
     return lines, sum((line.cost for line in lines), Decimal(0))
 
 
-def month_totals(session: Session, *, month: Month, prices: PriceBook | None,
-                 tenant_id: str | None = None) -> list[ModelTotals]:
-    """The month's lines per tenant, model, kind and tier: models with volume tiers walked row by row
-    (gateway.billing.tiered), the others summed in SQL. `prices` gives each model's batch discount (the
-    catalogue's); without it, the default discount."""
+def period_totals(session: Session, *, period: Period, prices: PriceBook | None,
+                  tenant_id: str | None = None) -> list[ModelTotals]:
+    """The period's lines per tenant, model, kind and tier: models with volume tiers walked row by row from the
+    start of the period's first month (gateway.billing.tiered), the others summed in SQL. `prices` gives each
+    model's batch discount (the catalogue's); without it, the default discount."""
     history = price_history(list_prices(session))  # read now: the bill never waits on a price refresh
     tiered = tiered_models(history)
-    flat_totals = [t for t in totals_by_model(session, period=month.period, tenant_id=tenant_id)
-                   if t.model not in tiered]
+    flat_totals = [t for t in totals_by_model(session, period=period, tenant_id=tenant_id) if t.model not in tiered]
     if not tiered:
         return flat_totals
-    rows = iter_model_rows(session, period=month.period, models=tiered, tenant_id=tenant_id)
-    walked = [t for _, t in tiered_totals(rows, history, _discount(prices))]
+    walked = [t for _, t in tiered_totals(_tiered_rows(session, period, tiered, tenant_id), history,
+                                          _discount(prices), since=period.start)]
     return sorted([*flat_totals, *walked], key=_order)
+
+
+def _tiered_rows(session: Session, period: Period, models: set[str], tenant_id: str | None):
+    """The rows tiers need for `period`: from the start of its first month, where the volume starts."""
+    whole = Period(Month.containing(period.start).start, period.end)
+    return iter_model_rows(session, period=whole, models=models, tenant_id=tenant_id)
 
 
 def _discount(prices: PriceBook | None):
@@ -60,7 +65,7 @@ def _discount(prices: PriceBook | None):
 
 def tenant_bill(session: Session, *, tenant_id: str, month: Month, currency: str,
                 prices: PriceBook | None = None) -> Bill:
-    lines, total = bill_lines(month_totals(session, month=month, prices=prices, tenant_id=tenant_id))
+    lines, total = bill_lines(period_totals(session, period=month.period, prices=prices, tenant_id=tenant_id))
     clamps = clamp_totals(session, period=month.period, tenant_id=tenant_id).get(tenant_id)
     return Bill(tenant_id=tenant_id, month=str(month), lines=lines, total_cost=total, currency=currency,
                 **_clamp_fields(clamps))
@@ -80,8 +85,8 @@ def tenant_bill_by_prompt_version(session: Session, *, tenant_id: str, month: Mo
     grouped = [(pv, t) for pv, t in totals_by_prompt_version(session, period=month.period, tenant_id=tenant_id)
                if t.model not in tiered]
     if tiered:
-        rows = iter_model_rows(session, period=month.period, models=tiered, tenant_id=tenant_id)
-        grouped += tiered_totals(rows, history, _discount(prices), by_prompt_version=True)
+        grouped += tiered_totals(_tiered_rows(session, month.period, tiered, tenant_id), history, _discount(prices),
+                                 by_prompt_version=True)
         grouped.sort(key=lambda g: (g[0] is None, g[0] or "", *_order(g[1])))
     lines = [PromptVersionBillLine(prompt_version=pv, **_line(t).model_dump()) for pv, t in grouped]
     return PromptVersionBill(tenant_id=tenant_id, month=str(month), lines=lines,
@@ -91,7 +96,7 @@ def tenant_bill_by_prompt_version(session: Session, *, tenant_id: str, month: Mo
 def all_bills(session: Session, *, month: Month, currency: str, prices: PriceBook | None = None) -> list[Bill]:
     """One bill per tenant, including tenants with no usage (an empty bill)."""
     by_tenant: dict[str, list[ModelTotals]] = {t.id: [] for t in list_tenants(session)}
-    for totals in month_totals(session, month=month, prices=prices):
+    for totals in period_totals(session, period=month.period, prices=prices):
         by_tenant.setdefault(totals.tenant_id, []).append(totals)
     clamps = clamp_totals(session, period=month.period)
     bills = []

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 
+from gateway.billing.period import Month
 from gateway.billing.prices import PricePoint, point_at, request_cost
 from gateway.billing.tiers import Slice, split
 from gateway.crud.usage import ModelTotals
@@ -31,15 +33,19 @@ def tiered_models(history: dict[str, list[PricePoint]]) -> set[str]:
 
 
 def tiered_totals(rows: Iterable, history: dict[str, list[PricePoint]], discount: Callable[[str], Decimal], *,
-                  by_prompt_version: bool = False) -> list[tuple[str | None, ModelTotals]]:
+                  by_prompt_version: bool = False, since: datetime | None = None) -> list[tuple[str | None, ModelTotals]]:
     """(prompt version or None, totals) per tenant, model, kind and tier — and prompt version when asked — from
-    `rows` in ledger order per tenant and model (gateway.crud.usage.iter_model_rows). Each row counts as one
-    request in the tier its first token falls in."""
+    `rows` in ledger order per tenant and model (gateway.crud.usage.iter_model_rows), starting at a month's start:
+    the volume restarts with each calendar month. Rows before `since` count toward the volume only (a period
+    that starts mid-month). Each row counts as one request in the tier its first token falls in."""
     sums: dict[tuple, _Sum] = {}
-    volume: dict[tuple[str, str], int] = {}  # (tenant, model) -> its tokens so far this month
+    volume: dict[tuple[str, str, Month], int] = {}  # (tenant, model, month) -> its tokens so far that month
     for r in rows:
-        start = volume.get((r.tenant_id, r.model), 0)
-        volume[(r.tenant_id, r.model)] = start + r.prompt_tokens + r.completion_tokens
+        key = (r.tenant_id, r.model, Month.containing(r.created_at))
+        start = volume.get(key, 0)
+        volume[key] = start + r.prompt_tokens + r.completion_tokens
+        if since is not None and r.created_at < since:
+            continue
         point = point_at(history.get(r.model, []), r.created_at)
         pv = r.prompt_version if by_prompt_version else None
         for i, (piece, cost) in enumerate(_costed(r, point, start, discount)):

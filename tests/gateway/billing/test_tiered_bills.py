@@ -150,3 +150,24 @@ async def test_twenty_concurrent_requests_across_the_boundary_bill_exactly(pg_ur
         ("m", "interactive", 1, 10, 385, 90, 0, (385 * D(2) + 90 * D(4)) / 1_000_000),
         ("m", "interactive", 2, 10, 415, 110, 0, (415 * D(1) + 110 * D(2)) / 1_000_000)]
     assert bill.total_cost == D("0.001765")
+
+
+async def test_a_period_within_the_month_counts_the_volume_from_the_months_start(database, tiered):
+    from gateway.billing.bills import period_totals
+    from gateway.billing.period import Period
+
+    ledger, prices, tenant, _ = tiered
+    ledger.record(UsageRecord(request_id="oct", tenant_id=tenant, key_id=None, endpoint="/v1/x", model="m",
+                              prompt_tokens=5000, created_at=datetime(2026, 10, 30, tzinfo=UTC)))  # last month's
+    ledger.record(_row(tenant, 1, 1, 1000, 0))  # fills November's tier 1
+    ledger.record(_row(tenant, 2, 20, 100, 100))  # tier 2
+    await ledger.flush()
+    with database.session() as s:
+        late = period_totals(s, period=Period(datetime(2026, 11, 15, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC)),
+                             prices=prices, tenant_id=tenant)
+        both = period_totals(s, period=Period(datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC)),
+                             prices=prices, tenant_id=tenant)
+    assert [(t.tier, t.requests, t.prompt_tokens, t.cost) for t in late] == [(2, 1, 100, D("0.0003"))]
+    # October's 5000 tokens straddle its own boundary; November's volume starts again from zero.
+    assert [(t.tier, t.requests, t.prompt_tokens, t.cost) for t in both] == [
+        (1, 2, 2000, D("0.004")), (2, 1, 4100, D("0.0043"))]

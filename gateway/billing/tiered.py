@@ -12,7 +12,7 @@ from decimal import Decimal
 
 from gateway.billing.period import Month
 from gateway.billing.prices import PricePoint, point_at, request_cost
-from gateway.billing.tiers import Slice, split
+from gateway.billing.tiers import split
 from gateway.crud.usage import ModelTotals
 
 ZERO = Decimal(0)
@@ -26,6 +26,13 @@ class _Sum:
     cached_tokens: int = 0
     cost: Decimal = ZERO
 
+    def add(self, request: bool, prompt: int, completion: int, cached: int, cost: Decimal) -> None:
+        self.requests += request
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+        self.cached_tokens += cached
+        self.cost += cost
+
 
 def tiered_models(history: dict[str, list[PricePoint]]) -> set[str]:
     """Models with tiers in any of their price points."""
@@ -37,39 +44,44 @@ def tiered_totals(rows: Iterable, history: dict[str, list[PricePoint]], discount
     """(prompt version or None, totals) per tenant, model, kind and tier — and prompt version when asked — from
     `rows` in ledger order per tenant and model (gateway.crud.usage.iter_model_rows), starting at a month's start:
     the volume restarts with each calendar month. Rows before `since` count toward the volume only (a period
-    that starts mid-month). Each row counts as one request in the tier its first token falls in."""
+    that starts mid-month). Each row counts as one request in the tier its first token falls in.
+
+    A line's tiered cost is rounded once per price point (and cache hit or not) it holds, not once per row: the
+    walk only counts tokens per row, which keeps a month of rows cheap to bill."""
     sums: dict[tuple, _Sum] = {}
-    volume: dict[tuple[str, str, Month], int] = {}  # (tenant, model, month) -> its tokens so far that month
+    # (line key, price point, tier, cache hit) -> [uncached prompt, cached prompt, completion] tokens to cost
+    tallies: dict[tuple, list[int]] = {}
+    month: Month | None = None
+    volume: dict[tuple[str, str], int] = {}  # (tenant, model) -> its tokens so far in `month`
     for r in rows:
-        key = (r.tenant_id, r.model, Month.containing(r.created_at))
+        if month is None or not month.start <= r.created_at < month.end:
+            # A tenant's rows of one model and month come together: the volume so far belongs to rows done with.
+            month, volume = Month.containing(r.created_at), {}
+        key = (r.tenant_id, r.model)
         start = volume.get(key, 0)
         volume[key] = start + r.prompt_tokens + r.completion_tokens
         if since is not None and r.created_at < since:
             continue
+        line = (r.tenant_id, r.model, r.kind, r.prompt_version if by_prompt_version else None)
         point = point_at(history.get(r.model, []), r.created_at)
-        pv = r.prompt_version if by_prompt_version else None
-        for i, (piece, cost) in enumerate(_costed(r, point, start, discount)):
-            s = sums.setdefault((r.tenant_id, r.model, r.kind, piece.tier, pv), _Sum())
-            s.requests += i == 0
-            s.prompt_tokens += piece.prompt_tokens
-            s.completion_tokens += piece.completion_tokens
-            s.cached_tokens += piece.cached_tokens
-            s.cost += cost
+        if point is None or not point.tiered:
+            # No tiers at its time (or no price at all: a NULL cost, as bills show it): the row's stored cost.
+            s = sums.setdefault((*line, 1), _Sum())
+            s.add(True, r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.cost or ZERO)
+            continue
+        for i, piece in enumerate(split(point.tiers, start=start, prompt_tokens=r.prompt_tokens,
+                                        completion_tokens=r.completion_tokens, cached_tokens=r.cached_tokens)):
+            sums.setdefault((*line, piece.tier), _Sum()).add(i == 0, piece.prompt_tokens, piece.completion_tokens,
+                                                             piece.cached_tokens, ZERO)
+            tally = tallies.setdefault((line, point, piece.tier, r.cache_hit), [0, 0, 0])
+            tally[0] += piece.prompt_tokens - piece.cached_tokens
+            tally[1] += piece.cached_tokens
+            tally[2] += piece.completion_tokens
+    for ((t, m, k, pv), point, tier, hit), (uncached, cached, completion) in tallies.items():
+        sums[(t, m, k, pv, tier)].cost += request_cost(
+            point, prompt_tokens=uncached + cached, completion_tokens=completion, cached_tokens=cached,
+            cache_hit=hit, discount=discount(m) if k == "batch" else ZERO, tier=point.tiers[tier - 1])
     return [(pv, ModelTotals(tenant_id=t, model=m, kind=k, requests=s.requests, prompt_tokens=s.prompt_tokens,
                              completion_tokens=s.completion_tokens, cached_tokens=s.cached_tokens, cost=s.cost,
                              tier=tier))
-            for (t, m, k, tier, pv), s in sums.items()]
-
-
-def _costed(r, point: PricePoint | None, start: int,
-            discount: Callable[[str], Decimal]) -> list[tuple[Slice, Decimal]]:
-    if point is None or not point.tiered:
-        # No tiers at its time (or no price at all: a NULL cost, as bills show it): the row's stored cost.
-        whole = Slice(1, r.cached_tokens, r.prompt_tokens, r.completion_tokens)
-        return [(whole, r.cost if r.cost is not None else ZERO)]
-    off = discount(r.model) if r.kind == "batch" else ZERO
-    return [(piece, request_cost(point, prompt_tokens=piece.prompt_tokens, completion_tokens=piece.completion_tokens,
-                                 cached_tokens=piece.cached_tokens, cache_hit=r.cache_hit, discount=off,
-                                 tier=point.tiers[piece.tier - 1]))
-            for piece in split(point.tiers, start=start, prompt_tokens=r.prompt_tokens,
-                               completion_tokens=r.completion_tokens, cached_tokens=r.cached_tokens)]
+            for (t, m, k, pv, tier), s in sums.items()]

@@ -77,6 +77,14 @@ def split(tiers: Sequence[Tier], *, start: int, prompt_tokens: int, completion_t
     """The request's tokens per tier, given the tenant's volume of the model before it (`start`). Every tier the
     request touches gets a slice; a request with no tokens gets an empty slice in the tier `start` falls in."""
     cached = min(cached_tokens, prompt_tokens)
+    end = start + prompt_tokens + completion_tokens
+    low = 0
+    for n, tier in enumerate(tiers, 1):  # most requests lie inside one tier
+        if tier.up_to is None or end <= tier.up_to and (end > start or start < tier.up_to):
+            if start >= low:
+                return [Slice(n, cached, prompt_tokens, completion_tokens)]
+            break
+        low = tier.up_to
     # The request's tokens occupy [start, end) of the month's count: cached, uncached prompt, completion.
     spans = ((start, start + cached), (start + cached, start + prompt_tokens),
              (start + prompt_tokens, start + prompt_tokens + completion_tokens))

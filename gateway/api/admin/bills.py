@@ -28,7 +28,7 @@ def bill(tenant_id: str, month: MonthDep, session: SessionDep, services: Service
                                                  prices=services.prices)
         return JSONResponse(grouped.model_dump(mode="json"))
     return _with_cache_accuracy(services, tenant_bill(session, tenant_id=tenant_id, month=month, currency=currency,
-                                                           prices=services.prices))
+                                                      prices=services.prices))
 
 
 @router.get("/tenants/{tenant_id}/waste", response_model=WasteReport)
@@ -42,9 +42,8 @@ def waste(tenant_id: str, month: MonthDep, session: SessionDep) -> WasteReport:
 @router.get("/bills", response_model=BillList)
 def bills(month: MonthDep, session: SessionDep, services: ServicesDep) -> BillList:
     """Every tenant's bill for a month, empty ones included."""
-    return BillList(month=str(month), data=[_with_cache_accuracy(services, b) for b in
-                                            all_bills(session, month=month, currency=services.settings.currency,
-                                                                      prices=services.prices)])
+    every = all_bills(session, month=month, currency=services.settings.currency, prices=services.prices)
+    return BillList(month=str(month), data=[_with_cache_accuracy(services, b) for b in every])
 
 
 def _with_cache_accuracy(services, bill: Bill) -> Bill:

@@ -15,7 +15,7 @@ from gateway.crud.errors import AlreadyExists
 from gateway.crud.tenants import create_tenant, get_tenant, list_tenants, update_tenant
 from gateway.db.models.tenant import Tenant
 from gateway.events.events import TenantChanged
-from gateway.schemas.admin import TenantCreate, check_default_within_cap, TenantList, TenantOut, TenantUpdate
+from gateway.schemas.admin import TenantCreate, TenantList, TenantOut, TenantUpdate, check_default_within_cap
 
 router = APIRouter()
 

@@ -163,6 +163,12 @@ def cap_output(principal, job: Job) -> tuple[int, int] | None:
     """Hold the job to its key's and tenant's output cap: a request asking for more is refused (400 naming the
     cap and the param), or under `clamp` runs at the cap; (asked, cap) when it was clamped."""
     cap = principal.max_output_tokens
+    if not job.max_tokens_named:  # the API's default (completions' 16), not the client's ask: the plan's rules win
+        if principal.default_max_tokens is not None:
+            job.max_tokens = None
+        elif cap is not None and job.max_tokens is not None:
+            job.max_tokens = min(job.max_tokens, cap)
+        return None
     if cap is None or job.max_tokens is None or job.max_tokens <= cap:
         return None
     asked = job.max_tokens

@@ -167,3 +167,14 @@ def test_the_responses_api_names_its_own_param(db, server):
     ok = post(server, clamp_key, "/v1/responses", input="Tell me a story.", max_output_tokens=50)
     assert ok.status_code == 200 and ok.headers[CLAMPED] == "50->12"
     assert ok.json()["usage"]["output_tokens"] == 12
+
+
+def test_completions_default_of_16_gives_way_to_the_plan(db, server):
+    # OpenAI's completions default (16 tokens) is not the client's ask: a cap below it bounds it, no 400, no header.
+    _, capped = make_tenant(db[1], max_output_tokens=8)
+    r = post(server, capped, "/v1/completions")
+    assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 8 and CLAMPED not in r.headers
+    _, defaulted = make_tenant(db[1], default_max_tokens=5)
+    assert post(server, defaulted, "/v1/completions").json()["usage"]["completion_tokens"] == 5
+    _, plain = make_tenant(db[1])
+    assert post(server, plain, "/v1/completions").json()["usage"]["completion_tokens"] == 16

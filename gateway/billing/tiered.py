@@ -40,7 +40,8 @@ def tiered_models(history: dict[str, list[PricePoint]]) -> set[str]:
 
 
 def tiered_totals(rows: Iterable, history: dict[str, list[PricePoint]], discount: Callable[[str], Decimal], *,
-                  by_prompt_version: bool = False, since: datetime | None = None) -> list[tuple[str | None, ModelTotals]]:
+                  by_prompt_version: bool = False,
+                  since: datetime | None = None) -> list[tuple[str | None, ModelTotals]]:
     """(prompt version or None, totals) per tenant, model, kind and tier — and prompt version when asked — from
     `rows` in ledger order per tenant and model (gateway.crud.usage.iter_model_rows), starting at a month's start:
     the volume restarts with each calendar month. Rows before `since` count toward the volume only (a period

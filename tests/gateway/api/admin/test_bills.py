@@ -85,8 +85,8 @@ async def test_batch_lines_are_their_own_bill_line_at_the_batch_discount(admin_h
     # 1000 at 0.1 + 100 at 0.3 per million = 0.00013 interactive; the catalogue's default discount halves it.
     # 7 at 0.1 + 3 at 0.3 = 0.0000016, halved: exact, no float on the way.
     assert bill["lines"] == [
-        {"model": MODEL, "kind": "interactive", "tier": 1, "requests": 1, "prompt_tokens": 1000, "completion_tokens": 100,
-         "cached_tokens": 0, "cost": "0.00013"},
+        {"model": MODEL, "kind": "interactive", "tier": 1, "requests": 1, "prompt_tokens": 1000,
+         "completion_tokens": 100, "cached_tokens": 0, "cost": "0.00013"},
         {"model": MODEL, "kind": "batch", "tier": 1, "requests": 2, "prompt_tokens": 1007, "completion_tokens": 103,
          "cached_tokens": 0, "cost": "0.0000658"}]
     assert bill["total_cost"] == "0.0001958"

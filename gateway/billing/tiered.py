@@ -43,7 +43,8 @@ def tiered_totals(rows: Iterable, history: dict[str, list[PricePoint]], discount
                   by_prompt_version: bool = False,
                   since: datetime | None = None) -> list[tuple[str | None, ModelTotals]]:
     """(prompt version or None, totals) per tenant, model, kind and tier — and prompt version when asked — from
-    `rows` in ledger order per tenant and model (gateway.crud.usage.iter_model_rows), starting at a month's start:
+    `rows` (tenant, model, kind, prompt version, prompt, completion and cached tokens, cache hit, cost, created_at)
+    in ledger order per tenant and model (gateway.crud.usage.iter_model_rows), starting at a month's start:
     the volume restarts with each calendar month. Rows before `since` count toward the volume only (a period
     that starts mid-month). Each row counts as one request in the tier its first token falls in.
 
@@ -54,31 +55,32 @@ def tiered_totals(rows: Iterable, history: dict[str, list[PricePoint]], discount
     tallies: dict[tuple, list[int]] = {}
     month: Month | None = None
     volume: dict[tuple[str, str], int] = {}  # (tenant, model) -> its tokens so far in `month`
-    for r in rows:
-        if month is None or not month.start <= r.created_at < month.end:
+    points: dict[int, PricePoint] = {}  # id -> point: a tally's key holds the id (hashing a point's Decimals is slow)
+    for tenant, model, kind, pv, prompt, completion, cached, hit, cost, created in rows:
+        if month is None or not month.start <= created < month.end:
             # A tenant's rows of one model and month come together: the volume so far belongs to rows done with.
-            month, volume = Month.containing(r.created_at), {}
-        key = (r.tenant_id, r.model)
-        start = volume.get(key, 0)
-        volume[key] = start + r.prompt_tokens + r.completion_tokens
-        if since is not None and r.created_at < since:
+            month, volume = Month.containing(created), {}
+        start = volume.get((tenant, model), 0)
+        volume[(tenant, model)] = start + prompt + completion
+        if since is not None and created < since:
             continue
-        line = (r.tenant_id, r.model, r.kind, r.prompt_version if by_prompt_version else None)
-        point = point_at(history.get(r.model, []), r.created_at)
+        line = (tenant, model, kind, pv if by_prompt_version else None)
+        point = point_at(history.get(model, []), created)
         if point is None or not point.tiered:
             # No tiers at its time (or no price at all: a NULL cost, as bills show it): the row's stored cost.
-            s = sums.setdefault((*line, 1), _Sum())
-            s.add(True, r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.cost or ZERO)
+            sums.setdefault((*line, 1), _Sum()).add(True, prompt, completion, cached, cost or ZERO)
             continue
-        for i, piece in enumerate(split(point.tiers, start=start, prompt_tokens=r.prompt_tokens,
-                                        completion_tokens=r.completion_tokens, cached_tokens=r.cached_tokens)):
+        points[id(point)] = point
+        for i, piece in enumerate(split(point.tiers, start=start, prompt_tokens=prompt, completion_tokens=completion,
+                                        cached_tokens=cached)):
             sums.setdefault((*line, piece.tier), _Sum()).add(i == 0, piece.prompt_tokens, piece.completion_tokens,
                                                              piece.cached_tokens, ZERO)
-            tally = tallies.setdefault((line, point, piece.tier, r.cache_hit), [0, 0, 0])
+            tally = tallies.setdefault((line, id(point), piece.tier, hit), [0, 0, 0])
             tally[0] += piece.prompt_tokens - piece.cached_tokens
             tally[1] += piece.cached_tokens
             tally[2] += piece.completion_tokens
-    for ((t, m, k, pv), point, tier, hit), (uncached, cached, completion) in tallies.items():
+    for ((t, m, k, pv), point_id, tier, hit), (uncached, cached, completion) in tallies.items():
+        point = points[point_id]
         sums[(t, m, k, pv, tier)].cost += request_cost(
             point, prompt_tokens=uncached + cached, completion_tokens=completion, cached_tokens=cached,
             cache_hit=hit, discount=discount(m) if k == "batch" else ZERO, tier=point.tiers[tier - 1])

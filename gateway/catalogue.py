@@ -16,12 +16,32 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class PriceTier(_Strict):
+    up_to: int | None = Field(ge=1)  # the tenant's monthly tokens of the model this tier ends at; null: no end
+    input_per_million: float = Field(ge=0)
+    output_per_million: float = Field(0.0, ge=0)
+
+
 class Price(_Strict):
     input_per_million: float = Field(ge=0)
     output_per_million: float = Field(0.0, ge=0)
     cached_input_per_million: float = Field(0.0, ge=0)
     # Batch API lines cost the interactive price times (1 - batch_discount).
     batch_discount: float = Field(0.5, ge=0, le=1)
+    # Monthly volume tiers (gateway.billing.tiers): ascending up_to, the last null, the first at the flat prices.
+    tiers: list[PriceTier] | None = None
+
+    @model_validator(mode="after")
+    def _tiers(self) -> "Price":
+        if not self.tiers:
+            return self
+        first = self.tiers[0]
+        if (first.input_per_million, first.output_per_million) != (self.input_per_million, self.output_per_million):
+            raise ValueError("tiers[0] must carry the flat input_per_million and output_per_million")
+        ends = [t.up_to for t in self.tiers]
+        if ends[-1] is not None or None in ends[:-1] or any(a >= b for a, b in zip(ends[:-2], ends[1:-1])):
+            raise ValueError("tiers: up_to must ascend, and only the last tier's is null")
+        return self
 
 
 class Replicas(_Strict):

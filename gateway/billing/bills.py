@@ -1,4 +1,5 @@
-"""Bills (per-model lines for a tenant and a period) and the usage CSV export."""
+"""Bills (per-model, kind and tier lines for a tenant and a month) and the usage CSV export. The CSV's `cost`
+is each row's flat (first-tier) cost; a tiered model's true cost per tier is the bill's."""
 from __future__ import annotations
 
 import csv
@@ -9,8 +10,12 @@ from decimal import Decimal
 from sqlalchemy.orm import Session
 
 from gateway.billing.period import Month, Period
+from gateway.billing.prices import DEFAULT_BATCH_DISCOUNT, PriceBook, price_history
+from gateway.billing.tiered import tiered_models, tiered_totals
+from gateway.crud.prices import list_prices
 from gateway.crud.tenants import list_tenants
-from gateway.crud.usage import ModelTotals, iter_usage, totals_by_model, totals_by_prompt_version
+from gateway.crud.usage import (ClampTotals, ModelTotals, clamp_totals, iter_model_rows, iter_usage,
+                                totals_by_model, totals_by_prompt_version)
 from gateway.db.database import Database
 from gateway.schemas.billing import Bill, BillLine, PromptVersionBill, PromptVersionBillLine, decimal_text
 
@@ -20,8 +25,12 @@ CSV_COLUMNS = ("request_id", "created_at", "tenant_id", "key_id", "endpoint", "m
 
 
 def _line(t: ModelTotals) -> BillLine:
-    return BillLine(model=t.model, kind=t.kind, requests=t.requests, prompt_tokens=t.prompt_tokens,
+    return BillLine(model=t.model, kind=t.kind, tier=t.tier, requests=t.requests, prompt_tokens=t.prompt_tokens,
                     completion_tokens=t.completion_tokens, cached_tokens=t.cached_tokens, cost=t.cost)
+
+
+def _order(t: ModelTotals) -> tuple:
+    return t.tenant_id, t.model, t.kind != "interactive", t.tier  # "interactive" before "batch"
 
 
 def bill_lines(totals: list[ModelTotals]) -> tuple[list[BillLine], Decimal]:
@@ -29,30 +38,72 @@ def bill_lines(totals: list[ModelTotals]) -> tuple[list[BillLine], Decimal]:
     return lines, sum((line.cost for line in lines), Decimal(0))
 
 
-def tenant_bill(session: Session, *, tenant_id: str, month: Month, currency: str) -> Bill:
-    lines, total = bill_lines(totals_by_model(session, period=month.period, tenant_id=tenant_id))
-    return Bill(tenant_id=tenant_id, month=str(month), lines=lines, total_cost=total, currency=currency)
+def period_totals(session: Session, *, period: Period, prices: PriceBook | None,
+                  tenant_id: str | None = None) -> list[ModelTotals]:
+    """The period's lines per tenant, model, kind and tier: models with volume tiers walked row by row from the
+    start of the period's first month (gateway.billing.tiered), the others summed in SQL. `prices` gives each
+    model's batch discount (the catalogue's); without it, the default discount."""
+    history = price_history(list_prices(session))  # read now: the bill never waits on a price refresh
+    tiered = tiered_models(history)
+    flat_totals = [t for t in totals_by_model(session, period=period, tenant_id=tenant_id) if t.model not in tiered]
+    if not tiered:
+        return flat_totals
+    walked = [t for _, t in tiered_totals(_tiered_rows(session, period, tiered, tenant_id), history,
+                                          _discount(prices), since=period.start)]
+    return sorted([*flat_totals, *walked], key=_order)
 
 
-def tenant_bill_by_prompt_version(session: Session, *, tenant_id: str, month: Month,
-                                  currency: str) -> PromptVersionBill:
+def _tiered_rows(session: Session, period: Period, models: set[str], tenant_id: str | None):
+    """The rows tiers need for `period`: from the start of its first month, where the volume starts."""
+    whole = Period(Month.containing(period.start).start, period.end)
+    return iter_model_rows(session, period=whole, models=models, tenant_id=tenant_id)
+
+
+def _discount(prices: PriceBook | None):
+    return prices.batch_discount if prices is not None else (lambda model: DEFAULT_BATCH_DISCOUNT)
+
+
+def tenant_bill(session: Session, *, tenant_id: str, month: Month, currency: str,
+                prices: PriceBook | None = None) -> Bill:
+    lines, total = bill_lines(period_totals(session, period=month.period, prices=prices, tenant_id=tenant_id))
+    clamps = clamp_totals(session, period=month.period, tenant_id=tenant_id).get(tenant_id)
+    return Bill(tenant_id=tenant_id, month=str(month), lines=lines, total_cost=total, currency=currency,
+                **_clamp_fields(clamps))
+
+
+def _clamp_fields(clamps: ClampTotals | None) -> dict:
+    if clamps is None:
+        return {}
+    return {"requests_clamped": clamps.requests, "tokens_saved_by_cap": clamps.tokens_saved}
+
+
+def tenant_bill_by_prompt_version(session: Session, *, tenant_id: str, month: Month, currency: str,
+                                  prices: PriceBook | None = None) -> PromptVersionBill:
     """The same month as `tenant_bill`, cut by the stored prompt version that built each request."""
-    grouped = totals_by_prompt_version(session, period=month.period, tenant_id=tenant_id)
+    history = price_history(list_prices(session))
+    tiered = tiered_models(history)
+    grouped = [(pv, t) for pv, t in totals_by_prompt_version(session, period=month.period, tenant_id=tenant_id)
+               if t.model not in tiered]
+    if tiered:
+        grouped += tiered_totals(_tiered_rows(session, month.period, tiered, tenant_id), history, _discount(prices),
+                                 by_prompt_version=True)
+        grouped.sort(key=lambda g: (g[0] is None, g[0] or "", *_order(g[1])))
     lines = [PromptVersionBillLine(prompt_version=pv, **_line(t).model_dump()) for pv, t in grouped]
     return PromptVersionBill(tenant_id=tenant_id, month=str(month), lines=lines,
                              total_cost=sum((line.cost for line in lines), Decimal(0)), currency=currency)
 
 
-def all_bills(session: Session, *, month: Month, currency: str) -> list[Bill]:
+def all_bills(session: Session, *, month: Month, currency: str, prices: PriceBook | None = None) -> list[Bill]:
     """One bill per tenant, including tenants with no usage (an empty bill)."""
     by_tenant: dict[str, list[ModelTotals]] = {t.id: [] for t in list_tenants(session)}
-    for totals in totals_by_model(session, period=month.period):
+    for totals in period_totals(session, period=month.period, prices=prices):
         by_tenant.setdefault(totals.tenant_id, []).append(totals)
+    clamps = clamp_totals(session, period=month.period)
     bills = []
     for tenant_id, totals in by_tenant.items():
         lines, total = bill_lines(totals)
         bills.append(Bill(tenant_id=tenant_id, month=str(month), lines=lines, total_cost=total,
-                          currency=currency))
+                          currency=currency, **_clamp_fields(clamps.get(tenant_id))))
     return bills
 
 

@@ -62,6 +62,8 @@ class UsageRecord:
     kind: str = "interactive"  # | "batch": a Batch API line, costed at the model's batch discount
     prompt_version: str | None = None  # "name:N" when a stored prompt built the request (gateway/prompts)
     metered_by: str | None = None  # upstream versions: "upstream" (its reported usage) | "gateway" (counted here)
+    max_tokens_asked: int | None = None  # set when the output cap clamped the request: what it asked for
+    max_tokens_cap: int | None = None  # and the cap it ran at
 
 
 def record_to_json(rec: UsageRecord) -> dict:

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from gateway.audit.auditor import Auditor
 from gateway.catalogue import Catalogue
+from gateway.billing.tiers import Tier, flat, tiers_from_json, tiers_to_json
 from gateway.crud.prices import list_prices, priced_models, set_price
 from gateway.db.database import Database
 from gateway.db.types import MONEY_QUANTUM, utcnow
@@ -37,6 +38,12 @@ class PricePoint:
     cached_input_per_million: Decimal
     cached_output_per_million: Decimal
     effective_from: datetime
+    # Monthly volume tiers (gateway.billing.tiers), the first at the flat prices above; () = flat.
+    tiers: tuple[Tier, ...] = ()
+
+    @property
+    def tiered(self) -> bool:
+        return len(self.tiers) > 1
 
 
 DEFAULT_BATCH_DISCOUNT = Decimal("0.5")
@@ -44,13 +51,17 @@ KINDS = ("interactive", "batch")  # what a ledger row's work was: a request answ
 
 
 def request_cost(price: PricePoint, *, prompt_tokens: int, completion_tokens: int,
-                 cached_tokens: int, cache_hit: bool, discount: Decimal = Decimal(0)) -> Decimal:
+                 cached_tokens: int, cache_hit: bool, discount: Decimal = Decimal(0),
+                 tier: Tier | None = None) -> Decimal:
     """Cached prompt tokens at the cached-input price, the rest at the input price; completion
     tokens at the output price, or the cached-output price for a semantic-cache hit. A `discount`
-    (a batch line's) takes that fraction off the whole, before the one rounding."""
+    (a batch line's) takes that fraction off the whole, before the one rounding. With `tier`, its
+    input and output prices replace the flat ones (cached prompt tokens keep the cached price)."""
     cached = min(cached_tokens, prompt_tokens)
-    output = price.cached_output_per_million if cache_hit else price.output_per_million
-    micro = ((prompt_tokens - cached) * price.input_per_million
+    input_price = price.input_per_million if tier is None else tier.input_per_million
+    output = price.cached_output_per_million if cache_hit else (
+        price.output_per_million if tier is None else tier.output_per_million)
+    micro = ((prompt_tokens - cached) * input_price
              + cached * price.cached_input_per_million + completion_tokens * output)
     return (micro * (1 - discount) / MILLION).quantize(MONEY_QUANTUM, rounding=ROUND_HALF_EVEN)
 
@@ -75,11 +86,7 @@ class PriceBook:
     def reload(self) -> None:
         with self._database.session() as session:
             rows = list_prices(session)
-        history: dict[str, list[PricePoint]] = {}
-        for r in rows:
-            history.setdefault(r.model, []).append(PricePoint(
-                r.model, r.input_per_million, r.output_per_million, r.cached_input_per_million,
-                r.cached_output_per_million, r.effective_from))
+        history = price_history(rows)
         with self._lock:
             self._history, self._loaded_at = history, time.monotonic()
 
@@ -135,6 +142,28 @@ class PriceBook:
         return sorted(m for m in _catalogue_models(catalogue) if not self.has_price(m))
 
 
+def price_point(row) -> PricePoint:
+    """A prices-table row as a PricePoint, its tiers parsed."""
+    tiers = tiers_from_json(row.tiers, input_per_million=row.input_per_million,
+                            output_per_million=row.output_per_million)
+    return PricePoint(row.model, row.input_per_million, row.output_per_million, row.cached_input_per_million,
+                      row.cached_output_per_million, row.effective_from, tiers)
+
+
+def price_history(rows) -> dict[str, list[PricePoint]]:
+    """model -> its PricePoints, ascending effective_from (rows come sorted so)."""
+    history: dict[str, list[PricePoint]] = {}
+    for r in rows:
+        history.setdefault(r.model, []).append(price_point(r))
+    return history
+
+
+def point_at(points: list[PricePoint], when: datetime) -> PricePoint | None:
+    """The point in effect at `when` in one model's ascending history; None before the first."""
+    i = bisect.bisect_right([p.effective_from for p in points], when)
+    return points[i - 1] if i else None
+
+
 def batch_discounts(catalogue: Catalogue) -> dict[str, Decimal]:
     """Each catalogue model's batch discount, exact."""
     specs = {**catalogue.models, **catalogue.embeddings}
@@ -143,6 +172,13 @@ def batch_discounts(catalogue: Catalogue) -> dict[str, Decimal]:
 
 def _catalogue_models(catalogue: Catalogue) -> list[str]:
     return [*catalogue.models, *catalogue.embeddings]
+
+
+def catalogue_tiers(price) -> tuple[Tier, ...]:
+    """A catalogue price's tiers, exact (flat when it lists none)."""
+    if not price.tiers:
+        return flat(_dec(price.input_per_million), _dec(price.output_per_million))
+    return tuple(Tier(t.up_to, _dec(t.input_per_million), _dec(t.output_per_million)) for t in price.tiers)
 
 
 def _dec(value: float) -> Decimal:
@@ -164,6 +200,7 @@ def seed_prices_from_catalogue(session: Session, catalogue: Catalogue, *,
         set_price(session, model=model, input_per_million=_dec(price.input_per_million),
                   output_per_million=_dec(price.output_per_million),
                   cached_input_per_million=_dec(price.cached_input_per_million),
+                  tiers=tiers_to_json(catalogue_tiers(price)),
                   effective_from=CATALOGUE_EFFECTIVE_FROM,
                   audit=auditor.on_write("price.set") if auditor is not None else None)
         seeded.append(model)

@@ -27,7 +27,7 @@ def bills(request: Request, viewer: AdminViewerDep, session: SessionDep, service
         chosen = parse_month(month or None)
     except APIError as e:
         return error_page(request, viewer, e.status, in_words(e))
-    data = all_bills(session, month=chosen, currency=services.settings.currency)
+    data = all_bills(session, month=chosen, currency=services.settings.currency, prices=services.prices)
     names = {t.id: t.name for t in list_tenants(session)}
     total = sum((b.total_cost for b in data), Decimal(0))
     shown, page, pages = page_of(data, page, console_state(request).config.page_size)

@@ -30,7 +30,8 @@ def _page(request: Request, viewer: Viewer, session, services, tenant_id: str, m
         month = parse_month(month_text or None)
     except APIError as e:
         return error_page(request, viewer, e.status, in_words(e))
-    bill = tenant_bill(session, tenant_id=tenant_id, month=month, currency=services.settings.currency)
+    bill = tenant_bill(session, tenant_id=tenant_id, month=month, currency=services.settings.currency,
+                       prices=services.prices)
     chart = daily(usage_buckets(session, start=month.start, end=month.end, step_s=DAY_S, tenant_id=tenant_id),
                   start=month.start, end=month.end)
     return render(request, "tenant.html", viewer, status=status, error=error, tenant=tenant, bill=bill,

@@ -24,7 +24,8 @@ LIMITS = ("rpm", "tpm", "monthly_token_budget")
 def _list(request: Request, viewer: Viewer, session, services, *, page: int = 1, status: int = 200,
           error: str | None = None, form: dict | None = None) -> Response:
     month = Month.containing(utcnow())
-    bills = {b.tenant_id: b for b in all_bills(session, month=month, currency=services.settings.currency)}
+    bills = {b.tenant_id: b for b in all_bills(session, month=month, currency=services.settings.currency,
+                                                      prices=services.prices)}
     rows = [(t, bills.get(t.id)) for t in list_tenants(session)]
     shown, page, pages = page_of(rows, page, console_state(request).config.page_size)
     return render(request, "tenants.html", viewer, status=status, error=error, rows=shown, page=page,

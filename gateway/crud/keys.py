@@ -15,12 +15,14 @@ from gateway.security.keys import generate_key
 
 def create_key(session: Session, *, tenant_id: str, models: list[str] | None = None,
                expires_at: datetime | None = None, rpm: int | None = None,
-               tpm: int | None = None, audit: AuditHook | None = None) -> tuple[ApiKey, str]:
+               tpm: int | None = None, max_output_tokens: int | None = None,
+               default_max_tokens: int | None = None, audit: AuditHook | None = None) -> tuple[ApiKey, str]:
     """(row, secret). The secret exists nowhere else: hand it to the caller once. `audit` records the
     key (never its secret) in the same transaction."""
     new = generate_key()
     key = ApiKey(tenant_id=tenant_id, prefix=new.prefix, key_hash=new.key_hash, models=models,
-                 expires_at=expires_at, rpm=rpm, tpm=tpm)
+                 expires_at=expires_at, rpm=rpm, tpm=tpm, max_output_tokens=max_output_tokens,
+                 default_max_tokens=default_max_tokens)
     session.add(key)
     commit(session, key, audit)
     return key, new.key

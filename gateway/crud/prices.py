@@ -18,9 +18,11 @@ def list_prices(session: Session) -> list[Price]:
 def set_price(session: Session, *, model: str, input_per_million: Decimal,
               output_per_million: Decimal, effective_from: datetime,
               cached_input_per_million: Decimal = Decimal(0),
-              cached_output_per_million: Decimal = Decimal(0), audit: AuditHook | None = None) -> Price:
-    """Add a price from `effective_from`; the same (model, effective_from) is overwritten. `audit` records
-    it in the same transaction."""
+              cached_output_per_million: Decimal = Decimal(0), tiers: list[dict] | None = None,
+              audit: AuditHook | None = None) -> Price:
+    """Add a price from `effective_from`; the same (model, effective_from) is overwritten. `tiers`: the
+    monthly volume tiers as stored (gateway.billing.tiers.tiers_to_json), None for a flat price. `audit`
+    records it in the same transaction."""
     price = session.scalar(select(Price).where(Price.model == model,
                                                Price.effective_from == effective_from))
     if price is None:
@@ -30,6 +32,7 @@ def set_price(session: Session, *, model: str, input_per_million: Decimal,
     price.output_per_million = output_per_million
     price.cached_input_per_million = cached_input_per_million
     price.cached_output_per_million = cached_output_per_million
+    price.tiers = tiers
     commit(session, price, audit)
     return price
 

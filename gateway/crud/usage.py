@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, case, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -26,6 +26,7 @@ class ModelTotals:
     completion_tokens: int
     cached_tokens: int
     cost: Decimal
+    tier: int = 1  # the model's volume tier (gateway.billing.tiers), 1-based
 
 
 def insert_usage(connection: Connection, *, rows: list[dict[str, Any]]) -> None:
@@ -61,6 +62,50 @@ def totals_by_model(session: Session, *, period: Period, tenant_id: str | None =
             for t, m, k, n, p, c, ct, cost in session.execute(stmt)]
 
 
+@dataclass(frozen=True, slots=True)
+class ClampTotals:
+    requests: int  # requests the output cap clamped
+    tokens_saved: int  # what they asked for above the cap, summed (asked - cap)
+
+
+def clamp_totals(session: Session, *, period: Period, tenant_id: str | None = None) -> dict[str, ClampTotals]:
+    """Per tenant over `period`: the requests its output cap clamped and the tokens that saved."""
+    stmt = (select(Usage.tenant_id, func.count(Usage.id),
+                   func.coalesce(func.sum(Usage.max_tokens_asked - Usage.max_tokens_cap), 0))
+            .where(Usage.created_at >= period.start, Usage.created_at < period.end,
+                   Usage.max_tokens_cap.is_not(None))
+            .group_by(Usage.tenant_id))
+    if tenant_id is not None:
+        stmt = stmt.where(Usage.tenant_id == tenant_id)
+    return {t: ClampTotals(int(n), int(saved)) for t, n, saved in session.execute(stmt)}
+
+
+@dataclass(frozen=True, slots=True)
+class WasteTotals:
+    model: str
+    engine_requests: int  # requests the engine served
+    engine_prompt_tokens: int
+    prefix_cached_tokens: int  # of those prompt tokens, the ones the engine's prefix cache already held
+    cache_hits: int  # requests the semantic cache answered (no engine work)
+    hit_prompt_tokens: int
+    hit_completion_tokens: int
+
+
+def waste_by_model(session: Session, *, period: Period, tenant_id: str) -> list[WasteTotals]:
+    """Per model over `period`: what the engine's prefix cache and the semantic cache spared the tenant."""
+    hit = Usage.cache_hit.is_(True)
+    engine = Usage.cache_hit.is_(False)
+
+    def when(cond, value):
+        return func.coalesce(func.sum(case((cond, value), else_=0)), 0)
+
+    stmt = (select(Usage.model, when(engine, 1), when(engine, Usage.prompt_tokens), when(engine, Usage.cached_tokens),
+                   when(hit, 1), when(hit, Usage.prompt_tokens), when(hit, Usage.completion_tokens))
+            .where(Usage.tenant_id == tenant_id, Usage.created_at >= period.start, Usage.created_at < period.end)
+            .group_by(Usage.model).order_by(Usage.model))
+    return [WasteTotals(m, *(int(v) for v in values)) for m, *values in session.execute(stmt)]
+
+
 def totals_by_prompt_version(session: Session, *, period: Period,
                              tenant_id: str) -> list[tuple[str | None, ModelTotals]]:
     """Per (prompt version, model, kind) sums of a tenant over `period`; None for requests without a prompt
@@ -77,6 +122,20 @@ def totals_by_prompt_version(session: Session, *, period: Period,
             for pv, m, k, n, p, c, ct, cost in session.execute(stmt)]
     # Sorted here, not in SQL: where NULLs sort differs between SQLite and PostgreSQL.
     return sorted(rows, key=lambda r: (r[0] is None, r[0] or "", r[1].model, r[1].kind != "interactive"))
+
+
+def iter_model_rows(session: Session, *, period: Period, models: set[str],
+                    tenant_id: str | None = None, chunk: int = 2000) -> Iterator[Any]:
+    """The rows of `models` over `period` in the order tiers are applied: per tenant and model, by created_at,
+    then id. Only the columns costing needs."""
+    stmt = (select(Usage.tenant_id, Usage.model, Usage.kind, Usage.prompt_version, Usage.prompt_tokens,
+                   Usage.completion_tokens, Usage.cached_tokens, Usage.cache_hit, Usage.cost, Usage.created_at)
+            .where(Usage.created_at >= period.start, Usage.created_at < period.end, Usage.model.in_(models))
+            .order_by(Usage.tenant_id, Usage.model, Usage.created_at, Usage.id)
+            .execution_options(yield_per=chunk))
+    if tenant_id is not None:
+        stmt = stmt.where(Usage.tenant_id == tenant_id)
+    yield from session.execute(stmt)
 
 
 def iter_usage(session: Session, *, period: Period, tenant_id: str | None = None,

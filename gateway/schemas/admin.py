@@ -5,8 +5,9 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gateway.billing.tiers import Tier, check_tiers, flat
 from gateway.schemas.billing import Money
 
 INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
@@ -54,7 +55,26 @@ class SchedulingPlan(_Body):
     plan: Annotated[str, Field(min_length=1, max_length=64)] | None = None
 
 
-class TenantCreate(CacheSettings, SchedulingPlan):
+def check_default_within_cap(cap: int | None, default: int | None) -> None:
+    """ValueError when a default would ask for more than the cap allows."""
+    if cap is not None and default is not None and default > cap:
+        raise ValueError(f"default_max_tokens ({default}) exceeds max_output_tokens ({cap})")
+
+
+class OutputCaps(_Body):
+    """The most tokens a request may ask for (`max_output_tokens`) and what one naming none gets
+    (`default_max_tokens`); `output_cap_mode`: `reject` a request over the cap (400) or `clamp` it to the cap."""
+    max_output_tokens: Limit | None = None
+    default_max_tokens: Limit | None = None
+    output_cap_mode: Literal["reject", "clamp"] | None = None
+
+    @model_validator(mode="after")
+    def _default_within_cap(self):
+        check_default_within_cap(self.max_output_tokens, self.default_max_tokens)
+        return self
+
+
+class TenantCreate(CacheSettings, SchedulingPlan, OutputCaps):
     name: Name
     rpm: Limit | None = None
     tpm: Limit | None = None
@@ -62,10 +82,11 @@ class TenantCreate(CacheSettings, SchedulingPlan):
     files_max_bytes: Budget | None = None  # Batch API file storage; null: the gateway's default
 
 
-_NOT_NULL = ("name", "status", "cache_enabled", "cache_allow_sampling", "priority", "share_weight")
+_NOT_NULL = ("name", "status", "cache_enabled", "cache_allow_sampling", "priority", "share_weight",
+             "output_cap_mode")
 
 
-class TenantUpdate(CacheSettings, SchedulingPlan):
+class TenantUpdate(CacheSettings, SchedulingPlan, OutputCaps):
     """Only the fields sent change; null clears a limit or cache override."""
     name: Name | None = None
     status: Literal["active", "disabled"] | None = None
@@ -102,6 +123,9 @@ class TenantOut(BaseModel):
     share_weight: float
     plan: str | None = None
     files_max_bytes: int | None = None
+    max_output_tokens: int | None = None
+    default_max_tokens: int | None = None
+    output_cap_mode: str = "reject"
     created_at: datetime
 
 
@@ -115,6 +139,14 @@ class KeyCreate(_Body):
     expires_at: Instant | None = None
     rpm: Limit | None = None
     tpm: Limit | None = None
+    # The key's own output caps, within its tenant's (the stricter cap applies; the tenant's mode).
+    max_output_tokens: Limit | None = None
+    default_max_tokens: Limit | None = None
+
+    @model_validator(mode="after")
+    def _default_within_cap(self):
+        check_default_within_cap(self.max_output_tokens, self.default_max_tokens)
+        return self
 
 
 class KeyOut(BaseModel):
@@ -128,6 +160,8 @@ class KeyOut(BaseModel):
     models: list[str] | None
     rpm: int | None
     tpm: int | None
+    max_output_tokens: int | None = None
+    default_max_tokens: int | None = None
     expires_at: datetime | None
     revoked_at: datetime | None
     created_at: datetime
@@ -143,12 +177,38 @@ class KeyList(BaseModel):
     data: list[KeyOut]
 
 
+class PriceTierIn(_Body):
+    up_to: Annotated[int, Field(ge=1, le=INT64_MAX)] | None  # monthly tokens of the model (input + output)
+    input_per_million: PerMillion
+    output_per_million: PerMillion
+
+
 class PriceSet(_Body):
     input_per_million: PerMillion
     output_per_million: PerMillion
     cached_input_per_million: PerMillion = Decimal(0)
     cached_output_per_million: PerMillion = Decimal(0)
     effective_from: Instant | None = None  # default: now
+    # Monthly volume tiers: ascending up_to, the last null; the first tier's prices are the flat fields'.
+    tiers: Annotated[list[PriceTierIn], Field(min_length=1, max_length=32)] | None = None
+
+    @model_validator(mode="after")
+    def _tiers_fit(self):
+        if self.tiers is not None:
+            check_tiers(self.tier_list(), input_per_million=self.input_per_million,
+                        output_per_million=self.output_per_million)  # TierError is a ValueError: a 400
+        return self
+
+    def tier_list(self) -> tuple[Tier, ...]:
+        if self.tiers is None:
+            return flat(self.input_per_million, self.output_per_million)
+        return tuple(Tier(t.up_to, t.input_per_million, t.output_per_million) for t in self.tiers)
+
+
+class PriceTierOut(BaseModel):
+    up_to: int | None
+    input_per_million: Money
+    output_per_million: Money
 
 
 class PriceOut(BaseModel):
@@ -162,6 +222,7 @@ class PriceOut(BaseModel):
     cached_output_per_million: Money
     effective_from: datetime
     current: bool = False  # the price in effect now
+    tiers: list[PriceTierOut] | None = None  # None: flat
 
 
 class PriceList(BaseModel):

@@ -19,6 +19,9 @@ Money = Annotated[Decimal, PlainSerializer(decimal_text, return_type=str)]
 class BillLine(BaseModel):
     model: str
     kind: str = "interactive"  # | "batch" (Batch API lines, at the model's batch discount)
+    # The model's monthly volume tier (1-based; always 1 for a flat price). A request straddling a tier boundary
+    # has its tokens on both lines and counts as a request on the first.
+    tier: int = 1
     requests: int
     prompt_tokens: int
     completion_tokens: int
@@ -43,6 +46,10 @@ class Bill(BaseModel):
     total_cost: Money
     currency: str
     cache_accuracy: CacheAccuracy | None = None  # None: the cache is off
+    # The tenant's output cap at work: requests it clamped (output_cap_mode "clamp"), and the tokens it saved
+    # (what they asked for above the cap).
+    requests_clamped: int = 0
+    tokens_saved_by_cap: int = 0
 
 
 class PromptVersionBillLine(BillLine):
@@ -74,3 +81,30 @@ class UsageReport(BaseModel):
     lines: list[BillLine]
     total_cost: Money
     currency: str
+
+
+class WasteLine(BaseModel):
+    """One model's repeated and spared input for a tenant and month."""
+    model: str
+    input_tokens: int  # prompt tokens of every request, cache hits included
+    engine_requests: int
+    engine_input_tokens: int  # prompt tokens of the requests the engine served
+    # Of those, the tokens the engine's prefix cache already held (an identical system prompt or prefix of an
+    # earlier request): input that repeats.
+    prefix_cached_tokens: int
+    repeated_input_share: float  # prefix_cached_tokens / engine_input_tokens (0 when none)
+    semantic_cache_hits: int  # requests answered by the semantic cache
+    semantic_cache_tokens_saved: int  # their prompt + completion tokens, which no engine computed
+
+
+class WasteReport(BaseModel):
+    """GET /admin/tenants/{id}/waste: how much of a tenant's month repeats itself, per model and in all."""
+    object: str = "waste_report"
+    tenant_id: str
+    month: str
+    input_tokens: int
+    prefix_cached_tokens: int
+    repeated_input_share: float  # over the engine-served input of every model
+    semantic_cache_hits: int
+    semantic_cache_tokens_saved: int
+    models: list[WasteLine]

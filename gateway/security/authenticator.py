@@ -189,7 +189,14 @@ def principal_of(api_key, tenant) -> Principal:
         key_rpm=api_key.rpm, key_tpm=api_key.tpm, cache_enabled=tenant.cache_enabled,
         cache_allow_sampling=tenant.cache_allow_sampling, cache_threshold=tenant.cache_threshold,
         cache_ttl_s=tenant.cache_ttl_s, cache_max_entries=tenant.cache_max_entries,
-        priority=tenant.priority, share_weight=tenant.share_weight, plan=tenant.plan)
+        priority=tenant.priority, share_weight=tenant.share_weight, plan=tenant.plan,
+        max_output_tokens=_stricter(tenant.max_output_tokens, api_key.max_output_tokens),
+        default_max_tokens=api_key.default_max_tokens if api_key.default_max_tokens is not None
+        else tenant.default_max_tokens, output_cap_mode=tenant.output_cap_mode or "reject")
+
+
+def _stricter(a: int | None, b: int | None) -> int | None:
+    return a if b is None else b if a is None else min(a, b)
 
 
 def principal_by_key_id(session, key_id: str) -> Principal:

@@ -26,6 +26,10 @@ class Principal:
     priority: int = 0
     share_weight: float = 1.0
     plan: str | None = None  # the tenant's commercial plan, which routing rules may match on
+    # Output caps, the tenant's and the key's combined (the stricter cap; the key's default before the tenant's).
+    max_output_tokens: int | None = None  # None: no cap
+    default_max_tokens: int | None = None  # for a request naming none; None: the gateway's default
+    output_cap_mode: str = "reject"  # | "clamp"
 
 
 def key_allows_model(principal: Principal, model: str) -> bool:

@@ -53,7 +53,7 @@ def test_create_tenant_and_key_on_the_page_then_bill_matches_the_api(admin_page,
     page.goto(f"/console/tenants/{tenant_id}")
     api = admin_api(console_server, "GET", f"/admin/tenants/{tenant_id}/bill").json()
     rows, total = _bill_rows(page)
-    expected = [[line["model"], line["kind"], str(line["requests"]), str(line["prompt_tokens"]),
+    expected = [[line["model"], line["kind"], str(line["tier"]), str(line["requests"]), str(line["prompt_tokens"]),
                  str(line["completion_tokens"]), str(line["cached_tokens"]), line["cost"]] for line in api["lines"]]
     assert rows == expected and total == api["total_cost"]  # the same decimal strings
     assert api["lines"][0]["requests"] == 4 and api["lines"][0]["completion_tokens"] == 19

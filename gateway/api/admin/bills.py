@@ -10,7 +10,8 @@ from gateway.api.admin.tenants import tenant_or_404
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.api.periods import MonthDep
 from gateway.billing.bills import all_bills, tenant_bill, tenant_bill_by_prompt_version, usage_csv
-from gateway.schemas.billing import Bill, BillList, CacheAccuracy
+from gateway.billing.waste import waste_report
+from gateway.schemas.billing import Bill, BillList, CacheAccuracy, WasteReport
 
 router = APIRouter()
 
@@ -23,16 +24,26 @@ def bill(tenant_id: str, month: MonthDep, session: SessionDep, services: Service
     tenant_or_404(session, tenant_id)
     currency = services.settings.currency
     if group_by == "prompt_version":
-        grouped = tenant_bill_by_prompt_version(session, tenant_id=tenant_id, month=month, currency=currency)
+        grouped = tenant_bill_by_prompt_version(session, tenant_id=tenant_id, month=month, currency=currency,
+                                                 prices=services.prices)
         return JSONResponse(grouped.model_dump(mode="json"))
-    return _with_cache_accuracy(services, tenant_bill(session, tenant_id=tenant_id, month=month, currency=currency))
+    return _with_cache_accuracy(services, tenant_bill(session, tenant_id=tenant_id, month=month, currency=currency,
+                                                      prices=services.prices))
+
+
+@router.get("/tenants/{tenant_id}/waste", response_model=WasteReport)
+def waste(tenant_id: str, month: MonthDep, session: SessionDep) -> WasteReport:
+    """A tenant's repeated input for a month (UTC): the share of engine input its prefix cache already held, and
+    the tokens semantic-cache hits spared, per model and in all."""
+    tenant_or_404(session, tenant_id)
+    return waste_report(session, tenant_id=tenant_id, month=month)
 
 
 @router.get("/bills", response_model=BillList)
 def bills(month: MonthDep, session: SessionDep, services: ServicesDep) -> BillList:
     """Every tenant's bill for a month, empty ones included."""
-    return BillList(month=str(month), data=[_with_cache_accuracy(services, b) for b in
-                                            all_bills(session, month=month, currency=services.settings.currency)])
+    every = all_bills(session, month=month, currency=services.settings.currency, prices=services.prices)
+    return BillList(month=str(month), data=[_with_cache_accuracy(services, b) for b in every])
 
 
 def _with_cache_accuracy(services, bill: Bill) -> Bill:

@@ -37,7 +37,8 @@ def issue_key(session: Session, services: Any, auditor: Auditor, tenant_id: str,
     if body.expires_at is not None and body.expires_at <= utcnow():  # in UTC (KeyCreate)
         raise invalid_request("expires_at is in the past", param="expires_at")
     key, secret = create_key(session, tenant_id=tenant_id, models=body.models, expires_at=body.expires_at,
-                             rpm=body.rpm, tpm=body.tpm, audit=auditor.on_write("key.create"))
+                             rpm=body.rpm, tpm=body.tpm, max_output_tokens=body.max_output_tokens,
+                             default_max_tokens=body.default_max_tokens, audit=auditor.on_write("key.create"))
     return KeyCreated.model_validate({**KeyOut.model_validate(key).model_dump(), "key": secret})
 
 

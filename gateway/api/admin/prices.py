@@ -6,6 +6,7 @@ from fastapi import APIRouter
 from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.api.errors import model_not_found
+from gateway.billing.tiers import tiers_to_json
 from gateway.crud.prices import list_prices, price_in_effect, set_price
 from gateway.db.models.price import Price
 from gateway.db.types import utcnow
@@ -47,6 +48,7 @@ def put(model: str, body: PriceSet, session: SessionDep, services: ServicesDep, 
     price = set_price(session, model=model, input_per_million=body.input_per_million,
                       output_per_million=body.output_per_million, effective_from=when,
                       cached_input_per_million=body.cached_input_per_million,
-                      cached_output_per_million=body.cached_output_per_million, audit=audit)
+                      cached_output_per_million=body.cached_output_per_million,
+                      tiers=tiers_to_json(body.tier_list()), audit=audit)
     services.prices.reload()
     return _out(price, _current_ids(list_prices(session)))

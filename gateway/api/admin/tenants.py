@@ -10,12 +10,12 @@ from gateway.api.admin.announce import announce
 from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.audit.auditor import Auditor
-from gateway.api.errors import APIError, not_found
+from gateway.api.errors import APIError, invalid_request, not_found
 from gateway.crud.errors import AlreadyExists
 from gateway.crud.tenants import create_tenant, get_tenant, list_tenants, update_tenant
 from gateway.db.models.tenant import Tenant
 from gateway.events.events import TenantChanged
-from gateway.schemas.admin import TenantCreate, TenantList, TenantOut, TenantUpdate
+from gateway.schemas.admin import TenantCreate, TenantList, TenantOut, TenantUpdate, check_default_within_cap
 
 router = APIRouter()
 
@@ -44,6 +44,11 @@ def change_tenant(session: Session, services: Any, auditor: Auditor, tenant_id: 
     """Apply and audit `changes` (a TenantUpdate's fields that were sent), then tell every replica; the admin
     API and the console both call it."""
     tenant = tenant_or_404(session, tenant_id)
+    try:  # the caps as they will be, sent or kept: a default above the cap is refused
+        check_default_within_cap(changes.get("max_output_tokens", tenant.max_output_tokens),
+                                 changes.get("default_max_tokens", tenant.default_max_tokens))
+    except ValueError as e:
+        raise invalid_request(str(e), param="default_max_tokens") from None
     try:
         tenant = update_tenant(session, tenant=tenant, changes=changes,
                                audit=auditor.on_write("tenant.update", before=tenant))

@@ -56,7 +56,9 @@ def key_of(tenant_id: str, body: ChatCompletionRequest, run: Run) -> CacheReques
     extra = dict(request.extra_params or {})
     if run.pinned:
         extra["version"] = run.candidates[0]
-    return dataclasses.replace(request, model=run.model, extra_params=extra or None)
+    # A limit the tenant's output cap or default set: a replayed answer is cut to it, like a generated one.
+    limit = request.max_tokens if run.plan_max_tokens is None else run.plan_max_tokens
+    return dataclasses.replace(request, model=run.model, extra_params=extra or None, max_tokens=limit)
 
 
 async def consult(svc: Services, principal, body: ChatCompletionRequest, run: Run) -> CacheStep:

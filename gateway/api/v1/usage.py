@@ -5,8 +5,7 @@ from fastapi import APIRouter
 
 from gateway.api.deps import ServicesDep, SessionDep, TenantDep
 from gateway.api.periods import PeriodDep
-from gateway.billing.bills import bill_lines
-from gateway.crud.usage import totals_by_model
+from gateway.billing.bills import bill_lines, period_totals
 from gateway.schemas.billing import UsageReport
 
 router = APIRouter()
@@ -15,7 +14,8 @@ router = APIRouter()
 @router.get("/usage", response_model=UsageReport)
 def usage(principal: TenantDep, period: PeriodDep, session: SessionDep, services: ServicesDep) -> UsageReport:
     """Your usage: ?month=YYYY-MM, or ?start=YYYY-MM-DD&end=YYYY-MM-DD (inclusive); default this month."""
-    lines, total = bill_lines(totals_by_model(session, period=period, tenant_id=principal.tenant_id))
+    lines, total = bill_lines(period_totals(session, period=period, prices=services.prices,
+                                            tenant_id=principal.tenant_id))
     return UsageReport(tenant_id=principal.tenant_id, start=period.start.isoformat(),
                        end=period.end.isoformat(), lines=lines, total_cost=total,
                        currency=services.settings.currency)

@@ -22,6 +22,9 @@ class ApiKey(Base):
     models: Mapped[list[str] | None] = mapped_column(JSON)  # None = every model
     rpm: Mapped[int | None] = mapped_column(Integer)
     tpm: Mapped[int | None] = mapped_column(Integer)
+    # Output caps of this key alone, within its tenant's (the stricter of the two applies); None = the tenant's.
+    max_output_tokens: Mapped[int | None] = mapped_column(Integer)
+    default_max_tokens: Mapped[int | None] = mapped_column(Integer)
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

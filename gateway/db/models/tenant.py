@@ -11,6 +11,7 @@ from gateway.db.base import Base
 from gateway.db.types import UTCDateTime, utcnow
 
 TENANT_STATUSES = ("active", "disabled")
+OUTPUT_CAP_MODES = ("reject", "clamp")
 
 
 class Tenant(Base):
@@ -39,4 +40,10 @@ class Tenant(Base):
     plan: Mapped[str | None] = mapped_column(String(64))
     # Bytes of unexpired Batch API files the tenant may hold; None: the gateway's files_max_bytes_per_tenant.
     files_max_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    # Output caps (a key may carry stricter ones): the most tokens a request may ask for, and what one that names
+    # no max_tokens gets; None = no cap / the gateway's default. `reject` answers a request over the cap with a
+    # 400 naming it; `clamp` runs it with the cap and says so in a response header.
+    max_output_tokens: Mapped[int | None] = mapped_column(Integer)
+    default_max_tokens: Mapped[int | None] = mapped_column(Integer)
+    output_cap_mode: Mapped[str] = mapped_column(String(8), default="reject", server_default="reject")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -39,3 +39,6 @@ class Usage(Base):
     prompt_version: Mapped[str | None] = mapped_column(String(120))  # "greeting:2" when a stored prompt served
     # Upstream versions: "upstream" (billed on its reported usage) | "gateway" (it reported none: counted here)
     metered_by: Mapped[str | None] = mapped_column(String(16))
+    # Set only when the tenant's output cap clamped the request: the max_tokens it asked for, and the cap it ran at.
+    max_tokens_asked: Mapped[int | None] = mapped_column(Integer)
+    max_tokens_cap: Mapped[int | None] = mapped_column(Integer)

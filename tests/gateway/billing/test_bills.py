@@ -54,8 +54,10 @@ async def test_tenant_bill_lines_per_model(database, ledger_with_usage):
     body = bill.model_dump(mode="json")
     assert body["total_cost"] == "3.10000002" and body["lines"][1]["cost"] == "0.00000002"
     # cache_accuracy is filled by the admin route from the live cache check (None here: no cache).
-    assert set(body) == {"tenant_id", "month", "lines", "total_cost", "currency", "cache_accuracy"}
+    assert set(body) == {"tenant_id", "month", "lines", "total_cost", "currency", "cache_accuracy",
+                         "requests_clamped", "tokens_saved_by_cap"}
     assert body["cache_accuracy"] is None
+    assert body["requests_clamped"] == 0 and body["tokens_saved_by_cap"] == 0  # no output cap clamped anything
 
 
 async def test_all_bills_include_idle_tenants(database, ledger_with_usage):

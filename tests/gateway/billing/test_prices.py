@@ -129,3 +129,34 @@ def test_stale_prices_refresh_in_the_background(database):
             break
         time.sleep(0.01)
     assert book.has_price("m")
+
+
+def _with_price(price: dict):
+    return parse_catalogue({"models": {"m": {"weights": "w", "price": price, "versions": {"v": {}}}}})
+
+
+def test_catalogue_tiers_are_seeded_exactly_and_the_ledger_cost_is_the_first_tiers(database):
+    cat = _with_price({"input_per_million": 0.2, "output_per_million": 0.8, "tiers": [
+        {"up_to": 100_000_000, "input_per_million": 0.2, "output_per_million": 0.8},
+        {"up_to": None, "input_per_million": 0.1, "output_per_million": 0.4}]})
+    with database.session() as s:
+        seed_prices_from_catalogue(s, cat)
+        (row,) = list_prices(s)
+    assert row.tiers == [{"up_to": 100_000_000, "input_per_million": "0.2", "output_per_million": "0.8"},
+                         {"up_to": None, "input_per_million": "0.1", "output_per_million": "0.4"}]
+    book = PriceBook(database)
+    point = book.price_at("m")
+    assert point.tiered and point.tiers[1].input_per_million == D("0.1")
+    # A row's own cost is the flat (first-tier) figure; the bill applies the tiers.
+    assert book.cost("m", prompt_tokens=1_000_000, completion_tokens=1_000_000) == D("1.0")
+
+
+@pytest.mark.parametrize("tiers", [
+    [{"up_to": 10, "input_per_million": 0.3, "output_per_million": 0.8}, {"up_to": None, "input_per_million": 0.1}],
+    [{"up_to": 10, "input_per_million": 0.2, "output_per_million": 0.8}, {"up_to": 5, "input_per_million": 0.1}],
+    [{"up_to": 10, "input_per_million": 0.2, "output_per_million": 0.8}, {"up_to": 20, "input_per_million": 0.1}],
+    [{"up_to": None, "input_per_million": 0.2, "output_per_million": 0.8}, {"up_to": None, "input_per_million": 0.1}],
+])
+def test_bad_catalogue_tiers_are_refused(tiers):
+    with pytest.raises(CatalogueError, match="tiers"):
+        _with_price({"input_per_million": 0.2, "output_per_million": 0.8, "tiers": tiers})

@@ -70,6 +70,7 @@ async def admit(svc: Services, principal, request_id: str, job: Job, *, pin: str
     """A run that holds its reservation and knows its exact prompt and max_tokens; the client's error
     otherwise (nothing billed, nothing held)."""
     started = time.perf_counter()
+    clamped = cap_output(principal, job)
     facts = facts_of(svc, principal, job)
     chosen = route(svc, principal, request_id, job, pin=pin, session=session, facts=facts)
     bound = prompt_bound(svc, chosen.counting, job)
@@ -94,7 +95,10 @@ async def admit(svc: Services, principal, request_id: str, job: Job, *, pin: str
             run.model, run.candidates, run.rule = again.model, list(again.candidates), again.rule
             chosen = again
         run.prompt_tokens = counted if counted is not None else await count_prompt(svc, chosen.counting, job)
-        run.max_tokens = max_tokens(job, run.prompt_tokens, chosen.max_model_len, svc.settings.default_max_tokens)
+        run.max_tokens = max_tokens(job, run.prompt_tokens, chosen.max_model_len, default_tokens(svc, principal))
+        run.clamped = clamped
+        if clamped is not None or job.max_tokens is None and principal.default_max_tokens is not None:
+            run.plan_max_tokens = run.max_tokens  # the tenant's plan set the limit, not the body
         # Hold only the real worst case from here on: concurrent requests of the tenant see the true room.
         await svc.limiter.shrink(run.reservation, run.prompt_tokens + run.max_tokens * job.generated)
     except BaseException as e:
@@ -110,7 +114,7 @@ async def reserve(svc: Services, principal, request_id: str, job: Job, chosen: R
     """Charge one request and the worst case (prompt + max_tokens for each completion generated) against RPM,
     TPM and the month's budget.
     A stream may start on less budget (at least its prompt and one token) and meter the rest."""
-    est = prompt_tokens + min(job.max_tokens or svc.settings.default_max_tokens, chosen.max_model_len) * job.generated
+    est = prompt_tokens + min(job.max_tokens or default_tokens(svc, principal), chosen.max_model_len) * job.generated
     reservation = await reserve_tokens(svc, principal, est, min_tokens=prompt_tokens + 1 if job.stream else None)
     return Run(svc, principal, request_id, endpoint=job.endpoint, model=chosen.model, reservation=reservation,
                started=started, job=job, candidates=chosen.candidates, pinned=chosen.pinned, kind=job.kind,
@@ -153,6 +157,34 @@ async def count_prompt(svc: Services, version: str, job: Job) -> int:
         return svc.backend.count_prompt_tokens(version, prompt=job.prompt, messages=job.messages)
     except ValueError as e:
         raise invalid_request(str(e), param=job.prompt_param) from None
+
+
+def cap_output(principal, job: Job) -> tuple[int, int] | None:
+    """Hold the job to its key's and tenant's output cap: a request asking for more is refused (400 naming the
+    cap and the param), or under `clamp` runs at the cap; (asked, cap) when it was clamped."""
+    cap = principal.max_output_tokens
+    if not job.max_tokens_named:  # the API's default (completions' 16), not the client's ask: the plan's rules win
+        if principal.default_max_tokens is not None:
+            job.max_tokens = None
+        elif cap is not None and job.max_tokens is not None:
+            job.max_tokens = min(job.max_tokens, cap)
+        return None
+    if cap is None or job.max_tokens is None or job.max_tokens <= cap:
+        return None
+    asked = job.max_tokens
+    if principal.output_cap_mode != "clamp":
+        raise invalid_request(f"{job.max_tokens_param} ({asked}) exceeds this API key's output cap of {cap} tokens.",
+                              param=job.max_tokens_param, code="max_output_tokens_exceeded")
+    job.max_tokens = cap
+    return asked, cap
+
+
+def default_tokens(svc: Services, principal) -> int:
+    """What a request naming no max_tokens may generate (before the context bounds it): the key's or tenant's
+    default, else the gateway's, never above the cap."""
+    default = principal.default_max_tokens or svc.settings.default_max_tokens
+    cap = principal.max_output_tokens
+    return default if cap is None else min(default, cap)
 
 
 def max_tokens(job: Job, prompt_tokens: int, max_model_len: int, default: int) -> int:

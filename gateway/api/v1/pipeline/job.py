@@ -35,6 +35,8 @@ class Job:
     # The client's body as sent (OpenAI's shape, after input guardrails): upstream versions take it natively
     # (tools, response_format, logprobs...), pool versions the fields above.
     body: dict | None = None
+    max_tokens_param: str = "max_tokens"  # the body field max_tokens came from (an output cap's 400 names it)
+    max_tokens_named: bool = True  # False: max_tokens is the API's own default, which a tenant's cap or default bounds
 
     def as_batch_line(self, priority: int) -> None:
         """Run as a Batch API line: billed as batch work, and never ahead of `priority` in the engine's queue."""
@@ -44,18 +46,23 @@ class Job:
     @classmethod
     def from_chat(cls, body: ChatCompletionRequest) -> Job:
         structured, param = body.output_spec
-        return cls("/v1/chat/completions", body.model, None, body.engine_messages(body.tool_set), body.token_limit,
-                   _or(body.temperature, 1.0), _or(body.top_p, 1.0), body.seed, body.stop_list(),
-                   bool(body.stream), body.include_usage, body.user, body.engine_sampling(), body.logprobs_k,
-                   None, body.continuous_usage, body.ignored_fields, structured, param, body.tool_set, body.priority)
+        job = cls("/v1/chat/completions", body.model, None, body.engine_messages(body.tool_set), body.token_limit,
+                  _or(body.temperature, 1.0), _or(body.top_p, 1.0), body.seed, body.stop_list(),
+                  bool(body.stream), body.include_usage, body.user, body.engine_sampling(), body.logprobs_k,
+                  None, body.continuous_usage, body.ignored_fields, structured, param, body.tool_set, body.priority)
+        if body.max_completion_tokens is not None:
+            job.max_tokens_param = "max_completion_tokens"
+        return job
 
     @classmethod
     def from_completion(cls, body: CompletionRequest) -> Job:
-        return cls("/v1/completions", body.model, body.prompt_text(), None, body.token_limit,
-                   _or(body.temperature, 1.0), _or(body.top_p, 1.0), body.seed, body.stop_list(),
-                   bool(body.stream), body.include_usage, body.user, body.engine_sampling(), body.logprobs_k,
-                   body.best_of, body.continuous_usage, body.ignored_fields, *body.output_spec, None, body.priority,
-                   body=client_body(body))
+        job = cls("/v1/completions", body.model, body.prompt_text(), None, body.token_limit,
+                  _or(body.temperature, 1.0), _or(body.top_p, 1.0), body.seed, body.stop_list(),
+                  bool(body.stream), body.include_usage, body.user, body.engine_sampling(), body.logprobs_k,
+                  body.best_of, body.continuous_usage, body.ignored_fields, *body.output_spec, None, body.priority,
+                  body=client_body(body))
+        job.max_tokens_named = "max_tokens" in body.model_fields_set  # else OpenAI's default of 16
+        return job
 
     @property
     def n(self) -> int:

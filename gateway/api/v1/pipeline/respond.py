@@ -55,6 +55,9 @@ StreamBody = Callable[[Run, AsyncIterator[GenerationChunk], GenerationChunk, For
                       AsyncIterator[str]]
 
 
+CLAMP_HEADER = "x-tollgate-max-tokens-clamped"  # "<asked>-><cap>": the tenant's output cap clamped the request
+
+
 def response_id(run: Run, prefix: str) -> str:
     return f"{prefix}-{run.request_id.removeprefix('req_')}"
 
@@ -67,6 +70,8 @@ def headers(run: Run) -> dict[str, str]:
         out["x-tollgate-prompt-version"] = run.prompt_version
     if run.rule is not None:
         out["x-tollgate-route-rule"] = run.rule
+    if run.clamped is not None:
+        out[CLAMP_HEADER] = "{}->{}".format(*run.clamped)
     if run.job is not None and run.job.ignored:
         # Names are client text, a header value is printable ASCII: escape them ("ä" -> "%C3%A4").
         out["x-tollgate-ignored-fields"] = ",".join(quote(name, safe="") for name in run.job.ignored)[:1024]

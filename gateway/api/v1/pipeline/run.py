@@ -40,6 +40,8 @@ class Run:
         self.version: str | None = None
         self.prompt_tokens = 0
         self.max_tokens = 0
+        self.clamped: tuple[int, int] | None = None  # (asked, cap): the output cap clamped max_tokens
+        self.plan_max_tokens: int | None = None  # the limit the tenant's cap or default set, not the body
         self.completion_tokens = 0
         self.cached_tokens = 0
         self.engine_ms: float | None = None  # the engine's metered time for it; 0 for a cache hit
@@ -153,7 +155,9 @@ class Run:
                     engine_ms=None if self.engine_ms is None else round(self.engine_ms, 3),
                     ttft_ms=None if self.ttft_s is None else round(self.ttft_s * 1000, 3),
                     status=status, created_at=datetime.now(UTC), kind=self.kind,
-                    prompt_version=self.prompt_version, metered_by=self.metered_by)
+                    prompt_version=self.prompt_version, metered_by=self.metered_by,
+                    max_tokens_asked=self.clamped[0] if self.clamped else None,
+                    max_tokens_cap=self.clamped[1] if self.clamped else None)
                 cost = svc.prices.cost(model, prompt_tokens=self.prompt_tokens,
                                        completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
                                        cache_hit=self.cache_hit, kind=self.kind)

@@ -38,14 +38,15 @@ async def test_tenant_bill(admin_http, billed):
     r = await admin_http.get(f"/admin/tenants/{a}/bill?month=2026-11", headers=ADMIN)
     assert r.status_code == 200
     bill = r.json()
-    assert set(bill) == {"tenant_id", "month", "lines", "total_cost", "currency", "cache_accuracy"}
+    assert set(bill) == {"tenant_id", "month", "lines", "total_cost", "currency", "cache_accuracy",
+                         "requests_clamped", "tokens_saved_by_cap"}
     assert (bill["tenant_id"], bill["month"], bill["currency"]) == (a, "2026-11", "USD")
     assert bill["lines"] == [
-        {"model": "all-minilm-l6-v2", "kind": "interactive", "requests": 1, "prompt_tokens": 1000,
+        {"model": "all-minilm-l6-v2", "kind": "interactive", "tier": 1, "requests": 1, "prompt_tokens": 1000,
          "completion_tokens": 0, "cached_tokens": 0, "cost": "0.00001"},
         # 1000 at 0.1 + 2 x 100 at 0.3 (the cached 1000 are free): 0.0001 + 0.00006
-        {"model": MODEL, "kind": "interactive", "requests": 2, "prompt_tokens": 2000, "completion_tokens": 200,
-         "cached_tokens": 1000, "cost": "0.00016"}]
+        {"model": MODEL, "kind": "interactive", "tier": 1, "requests": 2, "prompt_tokens": 2000,
+         "completion_tokens": 200, "cached_tokens": 1000, "cost": "0.00016"}]
     assert bill["total_cost"] == "0.00017"
 
 
@@ -84,9 +85,9 @@ async def test_batch_lines_are_their_own_bill_line_at_the_batch_discount(admin_h
     # 1000 at 0.1 + 100 at 0.3 per million = 0.00013 interactive; the catalogue's default discount halves it.
     # 7 at 0.1 + 3 at 0.3 = 0.0000016, halved: exact, no float on the way.
     assert bill["lines"] == [
-        {"model": MODEL, "kind": "interactive", "requests": 1, "prompt_tokens": 1000, "completion_tokens": 100,
-         "cached_tokens": 0, "cost": "0.00013"},
-        {"model": MODEL, "kind": "batch", "requests": 2, "prompt_tokens": 1007, "completion_tokens": 103,
+        {"model": MODEL, "kind": "interactive", "tier": 1, "requests": 1, "prompt_tokens": 1000,
+         "completion_tokens": 100, "cached_tokens": 0, "cost": "0.00013"},
+        {"model": MODEL, "kind": "batch", "tier": 1, "requests": 2, "prompt_tokens": 1007, "completion_tokens": 103,
          "cached_tokens": 0, "cost": "0.0000658"}]
     assert bill["total_cost"] == "0.0001958"
     rows = list(csv.DictReader(io.StringIO(

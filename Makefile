@@ -39,8 +39,9 @@ vendor-console:
 clean:
 	rm -rf $(VENV) data .pytest_cache
 
-# The docker-compose stack built, started and driven through the README's flow on this machine (podman behind a
-# Docker socket, stand-in base images: ../shared/compose-here), then taken down. Not part of `make test`.
+# The docker-compose stack built, started and driven through docs/operations.md's flow (docker compose) on this
+# machine (podman behind a Docker socket, stand-in base images: ../shared/compose-here), then taken down. Not part
+# of `make test`.
 .PHONY: compose-check
 compose-check:
 	bash deploy/scripts/compose-check.sh

@@ -43,18 +43,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--peak-rps", type=float, default=20.0, help="weekday daytime requests/s before bursts")
     p.add_argument("--replica-tok-s", type=float, default=412.6,
                    help="a replica's output tokens/s at a full batch: benchmarks/engine_throughput.py, 32 chat "
-                        "requests at once on this 2-core machine, median of 3 runs (README, Measured numbers)")
+                        "requests at once on this 2-core machine, median of 3 runs "
+                        "(docs/testing.md, Measured numbers)")
     p.add_argument("--full-batch", type=int, default=32, help="the batch --replica-tok-s was measured at")
     p.add_argument("--batch1-tok-s", type=float, default=66.5,
                    help="one request's decode tokens/s alone: same run of engine_throughput.py")
     p.add_argument("--prefill-tok-s", type=float, default=1300.0,
                    help="prompt tokens/s of a prefill: engine_throughput.py's TTFT of 28 ms for one of its "
-                        "36.6-token chat prompts (README, 'engine, one request')")
+                        "36.6-token chat prompts (docs/testing.md, 'engine, one request')")
     p.add_argument("--max-num-seqs", type=int, default=64,
                    help="a replica's batch limit (deploy/catalogue.yaml, smollm2-135m-instruct@fp32)")
     p.add_argument("--cold-start-s", type=float, default=24.0,
                    help="a new replica's load-to-first-answer: benchmarks/scale_up.py measured 12-24 s on "
-                        "2 cores (README); the slow end")
+                        "2 cores (docs/testing.md); the slow end")
     p.add_argument("--warm-start-s", type=float, default=0.38,
                    help="a standby replica's time to first answer: scale_up.py measured 0.30-0.38 s")
     p.add_argument("--price-per-replica-hour", type=float, default=0.08925,

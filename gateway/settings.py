@@ -128,7 +128,7 @@ class Settings(BaseSettings):
     # lookup's verification never embeds a common word (about 15 s of one core, once).
     cache_warm_verifier: bool = True
     # The pair judge (gateway.cache.judge): a cross-encoder that reads a query and a cached question together,
-    # after the rule-based verifier; off, the rules decide alone (fewer hits, more wrong ones: README).
+    # after the rule-based verifier; off, the rules decide alone (fewer hits, more wrong ones: docs/cache.md).
     cache_judge: bool = True
     # The Responses API (gateway.api.v1.responses): stored responses a tenant keeps (its oldest go first),
     # and the UTF-8 bytes one response's conversation may reach (instructions + the previous response's

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 @dataclass(slots=True)
 class ReplicaModel:
-    full_batch_tok_s: float = 412.6  # engine_throughput.py, 32 requests at once (median of 3, README)
+    full_batch_tok_s: float = 412.6  # engine_throughput.py, 32 requests at once (median of 3, docs/testing.md)
     full_batch: int = 32
     batch1_tok_s: float = 66.5  # same run, one request alone
-    prefill_tok_s: float = 1300.0  # one 36.6-token chat prompt: TTFT 28 ms (README, engine one request)
+    prefill_tok_s: float = 1300.0  # one 36.6-token chat prompt: TTFT 28 ms (docs/testing.md, engine one request)
     max_num_seqs: int = 64  # deploy/catalogue.yaml, smollm2-135m-instruct@fp32
     step_a: float = 0.0  # derived in __post_init__
     step_b: float = 0.0

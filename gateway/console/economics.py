@@ -40,8 +40,8 @@ def crossover_words(model: ModelEconomics, crossover: Crossover, utilisation: De
         return (f"The pool ({pool}) is never cheaper than the API ({api}) {at}: its cost per output token is "
                 "higher, and more volume needs more replicas at that same cost per token.")
     now = model.completion_tokens
-    verdict = "above it, so the pool is the cheaper one now" if now > volume else \
-        "below it, so the API is the cheaper one now"
+    verdict = "above it: the pool is the cheaper way to serve them" if now > volume else \
+        "below it: at this volume the API costs less than keeping one replica up all month"
     return (f"The pool ({pool}) becomes cheaper than the API ({api}) above {volume:,.0f} output tokens a month "
             f"{at}; this month's {now:,} output tokens are {verdict}.")
 

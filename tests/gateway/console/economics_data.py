@@ -2,6 +2,8 @@
 economics page tests (HTTP and browser) look at."""
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
@@ -37,10 +39,11 @@ def economics_catalogue(tmp: Path) -> Path:
     return path
 
 
-async def seed_month(url: str) -> str:
+def seed_month(url: str) -> str:
     """This month: the pool (fp32, 100 output tokens per busy second, one replica up 60 minutes), its model's
     upstream version, and api-chat (2M prompt + 1M output tokens: 2.0 at the provider's prices, 4.0 billed).
-    Returns the tenant."""
+    Returns the tenant. Runs the ledger's flush on a thread of its own: callable beside a running event loop
+    (Playwright's)."""
     tenant, _ = make_tenant(url)
     start = Month.containing(utcnow()).period.start
     db = Database(url)
@@ -54,7 +57,8 @@ async def seed_month(url: str) -> str:
         ledger.record(row(1, MODEL, FP32, 1000, 1000, 10_000.0))
         ledger.record(row(2, MODEL, MIXED_API, 1000, 500, 0.0))
         ledger.record(row(3, "api-chat", HOSTED, 2_000_000, 1_000_000, 0.0))
-        await ledger.flush()
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, ledger.flush()).result()
         with db.engine.begin() as conn:
             for m in range(60):
                 record_replica_minute(conn, pool="inprocess:test", minute=start + timedelta(minutes=m),

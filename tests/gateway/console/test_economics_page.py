@@ -2,7 +2,6 @@
 prices for upstream versions), margin, the what-if and the crossover in words; admins only."""
 from __future__ import annotations
 
-import asyncio
 import html
 
 import httpx
@@ -27,7 +26,7 @@ def test_the_economics_page_shows_upstream_models_at_provider_prices(tmp_path):
     url = f"sqlite:///{tmp_path / 'tollgate.db'}"
     catalogue = economics_catalogue(tmp_path)
     migrate_and_seed(url, load_catalogue(catalogue))
-    asyncio.run(seed_month(url))
+    seed_month(url)
     _, tenant_key = make_tenant(url)
     settings = gateway_settings(tmp_path, url, catalogue=str(catalogue), embeddings_enabled=False,
                                 cache_enabled=False, batch_runner_enabled=False)

@@ -54,7 +54,8 @@ def test_the_operator_reads_self_host_against_the_api(browser, economics_server)
         assert hosted[6] == "0.5 in / 1 out per 1M tokens"
         pool = page.get_by_role("table", name="smollm2-135m-instruct: each version as served")
         assert _cells(pool, FP32)[0] == "replica-hours" and _cells(pool, MIXED_API)[0] == "provider prices"
-        what_if = page.get_by_role("table", name="What if: all of smollm2-135m-instruct's tokens this month on one version")
+        what_if = page.get_by_role("table",
+                                   name="What if: all of smollm2-135m-instruct's tokens this month on one version")
         assert [_cells(what_if, v)[0] for v in (FP32, MIXED_API)] == ["replica-hours", "provider prices"]
         assert page.get_by_text(re.compile(rf"The pool \({re.escape(FP32)}\) becomes cheaper than the API "
                                            rf"\({re.escape(MIXED_API)}\) above [\d,]+ output tokens a month "

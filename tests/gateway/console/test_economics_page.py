@@ -62,7 +62,10 @@ def test_the_economics_page_shows_upstream_models_at_provider_prices(tmp_path):
         assert set(what_if) == {FP32, MIXED_API} and all(cost is not None for cost in what_if.values())
         for version, cost in what_if.items():
             assert cells(shown, version) == [("replica-hours" if version == FP32 else "provider prices"), cost]
-        assert f"{report['totals']['cost']}</td>" in text.split("<tfoot>")[1]
+        totals = report["totals"]
+        assert cells(text.split("<tfoot>")[1], "All models") == [
+            str(totals["requests"]), str(sum(m["prompt_tokens"] for m in report["models"])),
+            str(totals["completion_tokens"]), totals["revenue"], totals["cost"], "", totals["margin"], ""]
 
         assert httpx.get(f"{server.url}/console/economics", params={"utilisation": "2"}, cookies=cookies,
                          timeout=10).status_code == 400

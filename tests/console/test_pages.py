@@ -11,8 +11,8 @@ from openai import OpenAI
 from tests.console.conftest import ADMIN_KEY, shot, sign_in
 from tests.gateway.support import make_tenant
 
-PAGES = {"Overview": "Overview", "Tenants": "Tenants", "Bills": "Bills", "Routes": "Routes",
-         "Cache": "Semantic cache", "Workers": "Workers"}
+PAGES = {"Overview": "Overview", "Tenants": "Tenants", "Bills": "Bills", "Economics": "Economics",
+         "Routes": "Routes", "Cache": "Semantic cache", "Workers": "Workers"}
 
 
 def _many_tenants(url: str, n: int) -> None:

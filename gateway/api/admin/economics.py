@@ -1,7 +1,6 @@
 """Admin: MaaS economics (revenue against serving cost) and the replica-hour prices it is computed with."""
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
@@ -15,14 +14,11 @@ from gateway.billing.period import Month
 from gateway.crud.version_costs import cost_in_effect, list_version_costs, set_version_cost
 from gateway.db.models.version_cost import VersionCost
 from gateway.db.types import utcnow
-from gateway.economics.costs import provider_prices
 from gateway.economics.csv_export import economics_csv
-from gateway.economics.query import economics_report
-from gateway.economics.report import DEFAULT_UTILISATION, ReportOptions
+from gateway.economics.monthly import OptionError, month_report, report_options
 from gateway.schemas.economics import EconomicsReport, VersionCostList, VersionCostOut, VersionCostSet
 
 router = APIRouter()
-MAX_THROUGHPUT = Decimal(10**9)  # tokens per second: far beyond any replica, and Decimal arithmetic stays exact
 
 
 def _current_ids(rows: list[VersionCost]) -> set[int]:
@@ -66,30 +62,13 @@ def put_cost(version: str, body: VersionCostSet, session: SessionDep, services: 
     return _out(row, _current_ids(list_version_costs(session)))
 
 
-def _decimal(text: str | None, param: str) -> Decimal | None:
-    if text is None:
-        return None
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        raise invalid_request(f"{param} must be a number, got {text!r}", param=param) from None
-    if not value.is_finite():
-        raise invalid_request(f"{param} must be a finite number", param=param)
-    return value
-
-
 def _report(month: Month, services, session, utilisation: str | None, throughput: str | None,
             party: str = "tenant") -> EconomicsReport:
-    u = _decimal(utilisation, "utilisation")
-    if u is not None and not 0 < u <= 1:
-        raise invalid_request(f"utilisation must be in (0, 1], got {utilisation}", param="utilisation")
-    t = _decimal(throughput, "throughput")
-    if t is not None and not 0 < t <= MAX_THROUGHPUT:
-        raise invalid_request(f"throughput must be in (0, {MAX_THROUGHPUT}], got {throughput}", param="throughput")
-    options = ReportOptions(currency=services.settings.currency,
-                            utilisation=DEFAULT_UTILISATION if u is None else u, throughput=t)
-    return economics_report(session, period=month.period, month=str(month), options=options, party=party,
-                            providers=provider_prices(services.catalogue))
+    try:
+        options = report_options(services.settings.currency, utilisation, throughput)
+    except OptionError as e:
+        raise invalid_request(str(e), param=e.param) from None
+    return month_report(session, services.catalogue, month, options, party=party)
 
 
 def _by_prompt_version(report: EconomicsReport, tenants: EconomicsReport) -> JSONResponse:

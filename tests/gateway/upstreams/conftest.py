@@ -2,6 +2,7 @@
 server (one per session, its script and record cleared for each test)."""
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import subprocess
@@ -13,8 +14,21 @@ import httpx
 import pytest
 import yaml
 
+from gateway.observability.logging import JSONFormatter
 from tests.gateway.support import free_port
 from tests.gateway.upstreams.fake_anthropic import FakeAnthropic
+
+
+class Captured(logging.Handler):
+    """Every log line, formatted as the gateway writes them (JSON with extras): where a canary key must not show."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.setFormatter(JSONFormatter())
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
 
 UPSTREAM_KEY = "sk-upstream-key-CANARY-0d9f8e7a6b"  # what the gateway sends the fake upstream
 WRONG_KEY = "sk-wrong-key-CANARY-5c4b3a2910"  # an upstream configured with a key the fake refuses

@@ -14,11 +14,11 @@ import httpx
 import pytest
 
 from gateway.main import create_app
-from gateway.observability.logging import JSONFormatter
 from tests.gateway.conftest import gateway_settings
 from tests.gateway.support import (ADMIN_KEY, FP32, CannedBackend, LiveServer, free_port, make_tenant, migrate_and_seed,
                                    usage_rows)
-from tests.gateway.upstreams.conftest import UPSTREAM_KEY, WRONG_KEY, UpstreamProcess, write_catalogue
+from tests.gateway.upstreams.conftest import (UPSTREAM_KEY, WRONG_KEY, Captured, UpstreamProcess,
+                                              write_catalogue)
 
 MSG = [{"role": "user", "content": "Say hi to me."}]  # the fake counts 4 words + 3 = 7 prompt tokens
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city.",
@@ -29,17 +29,6 @@ COST = {"input_per_million": 0.5, "output_per_million": 1.0}
 BEHAVIOURS = {"plain": "echo", "nousage": "nousage", "tools": "tools", "slowfirst": "slow-first", "silent": "silent",
               "idle": "idle", "cut": "cut", "e429": "error-429", "e500": "error-500", "e400": "error-400"}
 
-
-class Captured(logging.Handler):
-    """Every log line, formatted as the gateway writes them (JSON with extras)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.setFormatter(JSONFormatter())
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record))
 
 
 @pytest.fixture(scope="module")

@@ -13,25 +13,15 @@ from gateway.catalogue import load_catalogue
 from gateway.db.database import Database
 from gateway.db.models.upstream_override import UpstreamOverride
 from gateway.main import create_app
-from gateway.observability.logging import JSONFormatter
 from gateway.settings import Settings
 from tests.gateway.conftest import gateway_settings
 from tests.gateway.support import ADMIN_KEY, FP32, CannedBackend, LiveServer, free_port, make_tenant, migrate_and_seed
-from tests.gateway.upstreams.conftest import UPSTREAM_KEY, UpstreamProcess, write_catalogue
+from tests.gateway.upstreams.conftest import UPSTREAM_KEY, Captured, UpstreamProcess, write_catalogue
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 MSG = [{"role": "user", "content": "Hi."}]
 CANARY = "sk-canary-admin-set-key-7f6e5d4c3b2a"  # set live; the fake refuses it (401 quoting it)
 
-
-class Captured(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.setFormatter(JSONFormatter())
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record))
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,11 @@ metered, billed and finished as the chat stream's are (respond._sse): the ledger
 client hears its usage; a client that leaves aborts the generation and is billed what was made."""
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 import anyio
@@ -24,14 +24,12 @@ from pydantic import BaseModel
 from gateway.api.errors import APIError
 from gateway.api.v1.messages.format import MessagesFormat, native_calls, tool_use
 from gateway.api.v1.pipeline.choices import Choice, Choices
-from gateway.api.v1.pipeline.generate import gateway_timeout, generation_failed
-from gateway.api.v1.pipeline.guard import as_api_error
+from gateway.api.v1.pipeline.metered import broken_stream, sendable_deltas
 from gateway.api.v1.pipeline.output_guard import OutputGuard
-from gateway.api.v1.pipeline.respond import Keep, _quota_ran_out
+from gateway.api.v1.pipeline.respond import Keep
 from gateway.api.v1.pipeline.run import Run
-from gateway.guardrails.errors import ContentBlocked, GuardrailFailed
 from gateway.schemas.anthropic import error_body
-from gateway.serving.base import GenerationChunk, GenerationFailed
+from gateway.serving.base import GenerationChunk
 from gateway.tools.parser import CallStream, ParsedCall
 
 log = logging.getLogger("tollgate.generation")
@@ -120,42 +118,22 @@ def _ending(fmt: MessagesFormat, blocks: Blocks, choice: Choice) -> list[str]:
 async def messages_sse(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk,
                        fmt: MessagesFormat, keep: Keep | None = None) -> AsyncIterator[str]:
     status, error = "aborted", None  # "aborted" until the stream reaches an end of its own
-    chunk: GenerationChunk | None = first
     choices, blocks = Choices(), Blocks(fmt.names)
     guard = OutputGuard.of(run)  # None: no output rule, the text goes out as generated
     try:
         yield event("message_start", message=fmt.message([], None, None))
         try:
-            while chunk is not None:
-                if not await run.within_budget(chunk):
-                    status, error = "truncated", _quota_ran_out()
-                    break
-                run.observe(chunk)
-                deltas = choices.add(chunk)
-                for d in deltas if guard is None else guard.deltas(deltas):  # held back, redacted
-                    for e in blocks.feed(d.text):
-                        yield e
-                if chunk.finish_reason is not None:
-                    status = "ok"
-                    if keep is not None and run.job.generated == 1:
-                        text = choices.first().text if guard is None else guard.text(0)
-                        keep(run, text, choices.first().finish_reason,
-                             choices.first().token_ids if guard is None else [])
-                    break
-                async with asyncio.timeout(run.remaining_s()):
-                    chunk = await anext(stream, None)
-            else:
-                raise GenerationFailed("the generation ended without a finish reason")
-        except (ContentBlocked, GuardrailFailed) as e:
-            status, error = "blocked", as_api_error(e)  # nothing it matched was sent; the tokens are billed
-        except TimeoutError:
-            status, error = "error", gateway_timeout()
-        except GenerationFailed:
-            status, error = "error", generation_failed()
-        except Exception:
-            # Headers are gone: the client learns of it in the stream, the operator in the log.
-            log.exception("stream failed")
-            status, error = "error", APIError(500, "The server had an error while streaming.", type="server_error")
+            async with aclosing(sendable_deltas(run, stream, first, choices, guard)) as sendable:
+                async for deltas in sendable:
+                    for d in deltas:
+                        for e in blocks.feed(d.text):
+                            yield e
+            status = "ok"
+            if keep is not None and run.job.generated == 1:
+                text = choices.first().text if guard is None else guard.text(0)
+                keep(run, text, choices.first().finish_reason, choices.first().token_ids if guard is None else [])
+        except Exception as e:
+            status, error = broken_stream(e)
         if guard is not None:
             guard.report()
         await run.finish_durably(status)  # durable before the client hears what it is billed for

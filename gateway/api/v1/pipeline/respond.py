@@ -5,6 +5,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from typing import Protocol
 from urllib.parse import quote
 
@@ -18,6 +19,7 @@ from gateway.api.v1.pipeline.choices import Choice, Choices
 from gateway.api.v1.pipeline.generate import gateway_timeout, generation_failed, open_generation
 from gateway.api.v1.pipeline.guard import HEADER as GUARDRAILS_HEADER
 from gateway.api.v1.pipeline.guard import as_api_error, header_value
+from gateway.api.v1.pipeline.metered import broken_stream, sendable_deltas
 from gateway.api.v1.pipeline.output_guard import OutputGuard
 from gateway.api.v1.pipeline.run import Run
 from gateway.guardrails.errors import ContentBlocked, GuardrailFailed
@@ -184,7 +186,6 @@ async def _collect(run: Run, stream: AsyncIterator[GenerationChunk], first: Gene
 async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk, fmt: Format,
                keep: Keep | None):
     status, error = "aborted", None  # "aborted" until the stream reaches an end of its own
-    chunk: GenerationChunk | None = first
     choices = Choices()
     guard = OutputGuard.of(run)  # None: no output rule, the text goes out as generated
     try:
@@ -192,40 +193,18 @@ async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: Generati
         if opening is not None:
             yield sse_event(opening)
         try:
-            while chunk is not None:
-                if not await run.within_budget(chunk):
-                    status, error = "truncated", _quota_ran_out()
-                    break
-                run.observe(chunk)
-                deltas = choices.add(chunk)
-                if guard is not None:
-                    deltas = guard.deltas(deltas)  # held back until no rule's match can still grow over it
-                deltas = [d for d in deltas if d.text or d.finish_reason or d.logprobs or d.tool_calls]
-                if deltas:
-                    yield sse_event(fmt.delta(deltas, run.usage() if run.job.continuous_usage else None))
-                if chunk.finish_reason is not None:  # every completion has finished
-                    status = "ok"
-                    if keep is not None and run.job.generated == 1:
-                        # A guarded text may differ from the tokens: then no token ends are kept (no cuts served).
-                        text = choices.first().text if guard is None else guard.text(0)
-                        keep(run, text, choices.first().finish_reason,
-                             choices.first().token_ids if guard is None else [])
-                    break
-                async with asyncio.timeout(run.remaining_s()):
-                    chunk = await anext(stream, None)
-            else:
-                raise GenerationFailed("the generation ended without a finish reason")
-        except (ContentBlocked, GuardrailFailed) as e:
-            # Nothing the rule matched was sent (held back); the tokens made so far are billed.
-            status, error = "blocked", as_api_error(e)
-        except TimeoutError:
-            status, error = "error", gateway_timeout()
-        except GenerationFailed:
-            status, error = "error", generation_failed()
-        except Exception:
-            # Headers are gone: the client learns of it in the stream, the operator in the log.
-            log.exception("stream failed")
-            status, error = "error", APIError(500, "The server had an error while streaming.", type="server_error")
+            async with aclosing(sendable_deltas(run, stream, first, choices, guard)) as sendable:
+                async for deltas in sendable:
+                    deltas = [d for d in deltas if d.text or d.finish_reason or d.logprobs or d.tool_calls]
+                    if deltas:
+                        yield sse_event(fmt.delta(deltas, run.usage() if run.job.continuous_usage else None))
+            status = "ok"
+            if keep is not None and run.job.generated == 1:
+                # A guarded text may differ from the tokens: then no token ends are kept (no cuts served).
+                text = choices.first().text if guard is None else guard.text(0)
+                keep(run, text, choices.first().finish_reason, choices.first().token_ids if guard is None else [])
+        except Exception as e:
+            status, error = broken_stream(e)
         if guard is not None:
             guard.report()
         # The row is durable before the client learns what it is billed for: a gateway killed after the
@@ -249,6 +228,3 @@ async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: Generati
         run.finish(status)
 
 
-def _quota_ran_out() -> APIError:
-    return APIError(429, "You exceeded your current quota: the month's token budget ran out during this response.",
-                    type="insufficient_quota", code="insufficient_quota")

@@ -10,26 +10,23 @@ the chat stream's are (respond._sse): the ledger row is durable, and a stored re
 final event; a client that leaves aborts the generation and is billed what was made."""
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any
 
 import anyio
 from pydantic import BaseModel
 
-from gateway.api.errors import APIError
 from gateway.api.v1.pipeline.choices import Choices
-from gateway.api.v1.pipeline.generate import gateway_timeout, generation_failed
-from gateway.api.v1.pipeline.guard import as_api_error
+from gateway.api.v1.pipeline.metered import broken_stream, sendable_deltas
 from gateway.api.v1.pipeline.output_guard import OutputGuard
-from gateway.api.v1.pipeline.respond import Keep, _quota_ran_out
+from gateway.api.v1.pipeline.respond import Keep
 from gateway.api.v1.pipeline.run import Run
 from gateway.api.v1.responses.format import ResponsesFormat
-from gateway.guardrails.errors import ContentBlocked, GuardrailFailed
 from gateway.schemas.responses import OutputText
-from gateway.serving.base import GenerationChunk, GenerationFailed
+from gateway.serving.base import GenerationChunk
 
 log = logging.getLogger("tollgate.generation")
 
@@ -50,7 +47,6 @@ class Events:
 async def responses_sse(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk,
                         fmt: ResponsesFormat, keep: Keep | None = None) -> AsyncIterator[str]:
     status, error = "aborted", None  # "aborted" until the stream reaches an end of its own
-    chunk: GenerationChunk | None = first
     choices, event = Choices(), Events()
     guard = OutputGuard.of(run)  # None: no output rule, the text goes out as generated
     at = {"item_id": fmt.message_id, "output_index": 0, "content_index": 0}
@@ -60,32 +56,14 @@ async def responses_sse(run: Run, stream: AsyncIterator[GenerationChunk], first:
         yield event("response.output_item.added", output_index=0, item=fmt.message("", "in_progress"))
         yield event("response.content_part.added", **at, part=OutputText(text=""))
         try:
-            while chunk is not None:
-                if not await run.within_budget(chunk):
-                    status, error = "truncated", _quota_ran_out()
-                    break
-                run.observe(chunk)
-                deltas = choices.add(chunk)
-                for d in deltas if guard is None else guard.deltas(deltas):  # held back, redacted
-                    if d.text:
-                        yield event("response.output_text.delta", **at, delta=d.text, logprobs=[])
-                if chunk.finish_reason is not None:
-                    status = "ok"
-                    break
-                async with asyncio.timeout(run.remaining_s()):
-                    chunk = await anext(stream, None)
-            else:
-                raise GenerationFailed("the generation ended without a finish reason")
-        except (ContentBlocked, GuardrailFailed) as e:
-            status, error = "blocked", as_api_error(e)  # nothing it matched was sent; the tokens are billed
-        except TimeoutError:
-            status, error = "error", gateway_timeout()
-        except GenerationFailed:
-            status, error = "error", generation_failed()
-        except Exception:
-            # Headers are gone: the client learns of it in the stream, the operator in the log.
-            log.exception("stream failed")
-            status, error = "error", APIError(500, "The server had an error while streaming.", type="server_error")
+            async with aclosing(sendable_deltas(run, stream, first, choices, guard)) as sendable:
+                async for deltas in sendable:
+                    for d in deltas:
+                        if d.text:
+                            yield event("response.output_text.delta", **at, delta=d.text, logprobs=[])
+            status = "ok"
+        except Exception as e:
+            status, error = broken_stream(e)
         # The row is durable before the client learns what it is billed for.
         if guard is not None:
             guard.report()

@@ -92,9 +92,15 @@ class GenerationRequest:
 
 @dataclass(slots=True, frozen=True)
 class TokenLogprob:
+    """A generated token's logprob and its likeliest alternatives. The pool's engine names tokens by id (the
+    gateway decodes them); an upstream names them by text, as its API sent them (`token`, `top_tokens`; token_id
+    is then -1)."""
+
     token_id: int
     logprob: float
     top: tuple[tuple[int, float], ...] = ()  # (token_id, logprob), likeliest first
+    token: str | None = None
+    top_tokens: tuple[tuple[str, float], ...] = ()  # (text, logprob), likeliest first: an upstream's alternatives
 
 
 @dataclass(slots=True)

@@ -5,7 +5,7 @@ the gateway's own count with the version's tokenizer. The chunk that finishes th
 finish_reason, which ends the pipeline's loop) waits for that usage chunk, so the final counts ride on it."""
 from __future__ import annotations
 
-from gateway.serving.base import CompletionDelta, GenerationChunk
+from gateway.serving.base import CompletionDelta, GenerationChunk, TokenLogprob
 from gateway.upstreams.tokens import TokenCounter
 
 UPSTREAM, GATEWAY = "upstream", "gateway"  # the ledger's metered_by
@@ -17,6 +17,31 @@ def _tool_calls(raw) -> list[dict] | None:
     if not raw:
         return None
     return [{**c, "index": c.get("index", i)} for i, c in enumerate(raw) if isinstance(c, dict)] or None
+
+
+def _number(value) -> float:
+    return float(value) if isinstance(value, int | float) else -9999.0  # null (some servers): OpenAI's floor
+
+
+def _logprobs(raw) -> list[TokenLogprob] | None:
+    """A chunk's logprobs as the upstream sent them, in chat's shape ({"content": [{token, logprob,
+    top_logprobs}]}) or legacy completions' parallel lists; None when there are none."""
+    if not isinstance(raw, dict):
+        return None
+    if isinstance(raw.get("content"), list):
+        return [TokenLogprob(-1, _number(e.get("logprob")), token=str(e.get("token", "")),
+                             top_tokens=tuple((str(t.get("token", "")), _number(t.get("logprob")))
+                                              for t in e.get("top_logprobs") or () if isinstance(t, dict)))
+                for e in raw["content"] if isinstance(e, dict)] or None
+    tokens = raw.get("tokens")
+    if not isinstance(tokens, list):
+        return None
+    values = raw.get("token_logprobs") or []
+    tops = raw.get("top_logprobs") or []
+    return [TokenLogprob(-1, _number(values[i] if i < len(values) else None), token=str(token),
+                         top_tokens=tuple((str(k), _number(v)) for k, v in
+                                          (tops[i].items() if i < len(tops) and isinstance(tops[i], dict) else ())))
+            for i, token in enumerate(tokens)] or None
 
 
 class ChunkAssembler:
@@ -68,14 +93,15 @@ class ChunkAssembler:
         text = text or ""
         calls = _tool_calls(delta.get("tool_calls"))
         finish = choice.get("finish_reason")
-        if not text and not calls and not finish:
+        logprobs = _logprobs(choice.get("logprobs"))
+        if not text and not calls and not finish and not logprobs:
             return None  # a role chunk, or an empty keep-alive delta
         if self.metered_by == GATEWAY:
             pieces = text + "".join(str((c.get("function") or {}).get("arguments") or "") for c in calls or ())
             self.completion_tokens += max(1, self.counter.count_text(pieces)) if pieces else 0
         if finish:
             self._finished[index] = finish
-        return CompletionDelta(index, text, [], finish, tool_calls=calls)
+        return CompletionDelta(index, text, [], finish, logprobs=logprobs, tool_calls=calls)
 
     def _chunk(self, deltas: list[CompletionDelta]) -> GenerationChunk:
         first = next((d for d in deltas if d.index == 0), None)

@@ -12,6 +12,9 @@ What it does is chosen by the model id it is asked for:
     silent      accepts the connection, never sends the response headers
     idle        two tokens, then only keep-alive comments
     cut         two tokens, then drops the connection (no finish, no [DONE])
+Asked for logprobs (chat: `logprobs: true` + `top_logprobs`; completions: `logprobs: k`), each content chunk
+carries its word's logprob (-0.5 for word i: -(i+1)/2) and k alternatives ("alt0 " .. at -10, -11, ...), in
+OpenAI's per-chunk shapes.
     error-429 / error-500 / error-400   that status, with Retry-After on the 429
 /v1/embeddings answers [characters, words, 0.5] per input (model error-500: a 500).
 A request without `Authorization: Bearer KEY` gets a 401 whose message quotes the key it was sent, as some
@@ -43,7 +46,24 @@ def _error(status: int, message: str, headers: dict | None = None) -> JSONRespon
                                    "server_error", "code": None}}, status_code=status, headers=headers)
 
 
-def _chunk(body: dict, chat: bool, *, content=None, tool_calls=None, finish=None, role=False, usage=None) -> dict:
+def _logprobs(body: dict, chat: bool, word: str, i: int) -> dict | None:
+    """The logprobs of one content chunk (one word), in chat's or legacy completions' shape; None when not asked."""
+    value = -(i + 1) / 2
+    if chat:
+        if not body.get("logprobs"):
+            return None
+        top = [{"token": f"alt{j} ", "logprob": -10.0 - j, "bytes": list(f"alt{j} ".encode())}
+               for j in range(int(body.get("top_logprobs") or 0))]
+        return {"content": [{"token": word, "logprob": value, "bytes": list(word.encode()), "top_logprobs": top}]}
+    k = body.get("logprobs")
+    if k is None:
+        return None
+    return {"tokens": [word], "token_logprobs": [value], "top_logprobs": [{f"alt{j} ": -10.0 - j for j in range(k)}],
+            "text_offset": [len(word) * i]}
+
+
+def _chunk(body: dict, chat: bool, *, content=None, tool_calls=None, finish=None, role=False, usage=None,
+           logprobs=None) -> dict:
     if chat:
         delta = {}
         if role:
@@ -52,10 +72,10 @@ def _chunk(body: dict, chat: bool, *, content=None, tool_calls=None, finish=None
             delta["content"] = content
         if tool_calls is not None:
             delta["tool_calls"] = tool_calls
-        choices = [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]
+        choices = [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": logprobs}]
         obj = "chat.completion.chunk"
     else:
-        choices = [{"index": 0, "text": content or "", "finish_reason": finish, "logprobs": None}]
+        choices = [{"index": 0, "text": content or "", "finish_reason": finish, "logprobs": logprobs}]
         obj = "text_completion"
     out = {"id": "fake-1", "object": obj, "created": int(time.time()), "model": body["model"],
            "choices": [] if usage is not None else choices}
@@ -114,7 +134,7 @@ async def _generate(request: Request, chat: bool):
             yield b"data: [DONE]\n\n"
             return
         for i, w in enumerate(words):
-            yield _sse(_chunk(body, chat, content=w))
+            yield _sse(_chunk(body, chat, content=w, logprobs=_logprobs(body, chat, w, i)))
             if model == "slow":
                 await asyncio.sleep(0.3)
             if model in ("idle", "cut") and i == 1:

@@ -47,3 +47,17 @@ def test_n_choices_finish_together():
     assert c.finish_reason is None and c.completions[0].finish_reason == "stop"  # choice 1 done, the request not
     assert a.feed(chunk("y", finish="stop", index=0)) == []
     assert a.end().finish_reason == "stop"
+
+
+def test_logprobs_are_kept_by_token_text_in_both_shapes():
+    a = ChunkAssembler(n=1, prompt_tokens=1, counter=TokenCounter())
+    chat = {"content": [{"token": "Hi", "logprob": -0.25, "top_logprobs": [{"token": "Yo", "logprob": None}]}]}
+    (out,) = a.feed({"choices": [{"index": 0, "delta": {"content": "Hi"}, "logprobs": chat}]})
+    (lp,) = out.completions[0].logprobs
+    assert (lp.token, lp.logprob, lp.top_tokens) == ("Hi", -0.25, (("Yo", -9999.0),))  # null: OpenAI's floor
+    b = ChunkAssembler(n=1, prompt_tokens=1, counter=TokenCounter())
+    legacy = {"tokens": [" a", " b"], "token_logprobs": [-1.0, -2.0], "top_logprobs": [{" c": -3.0}, {}]}
+    (out,) = b.feed({"choices": [{"index": 0, "text": " a b", "logprobs": legacy}]})
+    assert [(x.token, x.logprob, x.top_tokens) for x in out.completions[0].logprobs] == [
+        (" a", -1.0, ((" c", -3.0),)), (" b", -2.0, ())]
+    assert b.feed({"choices": [{"index": 0, "text": "", "logprobs": "junk"}]}) == []  # malformed: ignored

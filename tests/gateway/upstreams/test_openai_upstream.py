@@ -168,6 +168,30 @@ def test_text_completions_plain_and_streamed(gw, fake_openai):
     assert [(r.prompt_tokens, r.completion_tokens) for r in rows] == [(3, 2), (2, 3)]
 
 
+def test_the_upstreams_logprobs_come_back_in_chat_and_completions_shapes(gw, fake_openai):
+    server, url, _ = gw
+    _, key = make_tenant(url)
+    body = {"model": "api-chat@plain", "messages": MSG, "max_tokens": 3, "logprobs": True, "top_logprobs": 2}
+    r = post(server, key, body)
+    assert r.status_code == 200, r.text
+    content = r.json()["choices"][0]["logprobs"]["content"]
+    assert [(c["token"], c["logprob"]) for c in content] == [("tok0 ", -0.5), ("tok1 ", -1.0), ("tok2 ", -1.5)]
+    assert content[0]["bytes"] == list(b"tok0 ")
+    assert [(t["token"], t["logprob"]) for t in content[2]["top_logprobs"]] == [("alt0 ", -10.0), ("alt1 ", -11.0)]
+    assert fake_openai.seen()[-1]["logprobs"] is True and fake_openai.seen()[-1]["top_logprobs"] == 2
+    status, events, _ = stream(server, key, body)
+    streamed = [c for e in events if isinstance(e, dict) and e.get("choices")
+                for c in ((e["choices"][0].get("logprobs") or {}).get("content") or [])]
+    assert status == 200 and [c["token"] for c in streamed] == ["tok0 ", "tok1 ", "tok2 "]
+    assert streamed[1]["top_logprobs"][0] == {"token": "alt0 ", "logprob": -10.0, "bytes": list(b"alt0 ")}
+    r = post(server, key, {"model": "api-chat@plain", "prompt": "one two", "max_tokens": 2, "logprobs": 1},
+             "/v1/completions")
+    assert r.status_code == 200, r.text
+    lp = r.json()["choices"][0]["logprobs"]
+    assert lp["tokens"] == ["tok0 ", "tok1 "] and lp["token_logprobs"] == [-0.5, -1.0]
+    assert lp["top_logprobs"] == [{"alt0 ": -10.0}, {"alt0 ": -10.0}] and lp["text_offset"] == [0, 5]
+
+
 def test_tools_pass_through_natively_and_come_back_as_tool_calls(gw, fake_openai):
     server, url, _ = gw
     _, key = make_tenant(url)

@@ -110,6 +110,10 @@ class VersionSpec(_Strict):
     model: str | None = None  # the upstream's own model id (never shown to clients)
     max_model_len: int = Field(32_768, ge=1)  # upstream versions: the context the gateway admits against
     tokenizer: str | None = None  # upstream versions: a local model whose tokenizer estimates tokens
+    # Pool versions: output tokens/s one replica delivers at a full batch (the engine benchmark's figure for this
+    # version on its hardware): the capacity reservations are checked against before any traffic is measured
+    # (gateway/economics/capacity.py). None: unknown (no reservation can count on it until measured).
+    benchmark_output_tokens_per_s: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
     def _gpu_needs_gpus(self) -> "VersionSpec":

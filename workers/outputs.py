@@ -78,7 +78,8 @@ class RequestOutput:
     completions (usage), so a stream consumer can report it without summing deltas. The prompt
     counts once however large n is. `num_cached_tokens` are prompt tokens served from the prefix cache.
     `engine_ms` is cumulative too: the request's metered share of the engine steps it was in, all n
-    completions together (workers/engine/step_meter.py).
+    completions together (workers/engine/step_meter.py). `num_reserved_tokens` (cumulative) are the generated
+    tokens the tenant's reserved throughput covered (workers/engine/reservations.py); the rest were best-effort.
     """
 
     request_id: str
@@ -90,6 +91,7 @@ class RequestOutput:
     num_cached_tokens: int = 0
     metrics: RequestMetrics | None = field(default=None)
     engine_ms: float = 0.0
+    num_reserved_tokens: int = 0
 
     @property
     def num_prompt_tokens(self) -> int:
@@ -105,7 +107,8 @@ class RequestOutput:
             merged[theirs.index] = theirs if mine is None else _merge_completion(mine, theirs)
         return RequestOutput(self.request_id, self.prompt, self.prompt_token_ids,
                              [merged[i] for i in sorted(merged)], later.finished, later.num_output_tokens,
-                             later.num_cached_tokens, later.metrics, later.engine_ms)
+                             later.num_cached_tokens, later.metrics, later.engine_ms,
+                             later.num_reserved_tokens)
 
 
 def _merge_completion(mine: CompletionOutput, theirs: CompletionOutput) -> CompletionOutput:

@@ -14,6 +14,9 @@ class ScheduleParams:
     # and its weight (2.0: twice the share of a tenant weighted 1.0). None: one anonymous tenant.
     tenant: str | None = None
     weight: float = 1.0
+    # Reserved throughput: output tokens/s the tenant's reservation guarantees on this model; its work runs
+    # ahead of best-effort work up to that rate (workers/engine/reservations.py). 0: best-effort only.
+    reserved_tokens_per_s: float = 0.0
 
     def __post_init__(self) -> None:
         lo, hi = PRIORITY_RANGE
@@ -23,3 +26,6 @@ class ScheduleParams:
             raise ValueError("tenant must be a non-empty string of at most 256 characters")
         if isinstance(self.weight, bool) or not isinstance(self.weight, int | float) or not 0 < self.weight <= 1e6:
             raise ValueError(f"weight must be a number in (0, 1e6], got {self.weight!r}")
+        r = self.reserved_tokens_per_s
+        if isinstance(r, bool) or not isinstance(r, int | float) or not 0 <= r <= 1e9:
+            raise ValueError(f"reserved_tokens_per_s must be a number in [0, 1e9], got {r!r}")

@@ -11,6 +11,7 @@ from gateway.audit.chain import jsonable
 from gateway.audit.record import JSON, Target
 from gateway.db.models.api_key import ApiKey
 from gateway.db.models.price import Price
+from gateway.db.models.reservation import Reservation
 from gateway.db.models.tenant import Tenant
 from gateway.db.models.version_cost import VersionCost
 
@@ -26,6 +27,7 @@ _DESCRIBE: dict[type, Callable[[Any], tuple[Target, dict[str, JSON]]]] = {
     ApiKey: lambda k: (Target("key", k.id), _columns(k, leave_out=frozenset({"key_hash", "last_used_at"}))),
     Price: lambda p: (Target("price", p.model), _columns(p)),
     VersionCost: lambda c: (Target("version_cost", c.version), _columns(c)),
+    Reservation: lambda r: (Target("reservation", r.id), _columns(r)),
 }
 
 

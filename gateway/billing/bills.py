@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from gateway.billing.period import Month, Period
 from gateway.billing.prices import DEFAULT_BATCH_DISCOUNT, PriceBook, price_history
+from gateway.billing.reservation_fees import fee_lines
 from gateway.billing.tiered import tiered_models, tiered_totals
 from gateway.crud.prices import list_prices
 from gateway.crud.tenants import list_tenants
@@ -33,8 +34,9 @@ def _order(t: ModelTotals) -> tuple:
     return t.tenant_id, t.model, t.kind != "interactive", t.tier  # "interactive" before "batch"
 
 
-def bill_lines(totals: list[ModelTotals]) -> tuple[list[BillLine], Decimal]:
-    lines = [_line(t) for t in totals]
+def bill_lines(totals: list[ModelTotals], fees: list[BillLine] = ()) -> tuple[list[BillLine], Decimal]:
+    """Usage lines, then the reservation fee lines; the total is their sum."""
+    lines = [*(_line(t) for t in totals), *fees]
     return lines, sum((line.cost for line in lines), Decimal(0))
 
 
@@ -65,7 +67,8 @@ def _discount(prices: PriceBook | None):
 
 def tenant_bill(session: Session, *, tenant_id: str, month: Month, currency: str,
                 prices: PriceBook | None = None) -> Bill:
-    lines, total = bill_lines(period_totals(session, period=month.period, prices=prices, tenant_id=tenant_id))
+    lines, total = bill_lines(period_totals(session, period=month.period, prices=prices, tenant_id=tenant_id),
+                              fee_lines(session, month=month, tenant_id=tenant_id).get(tenant_id, []))
     clamps = clamp_totals(session, period=month.period, tenant_id=tenant_id).get(tenant_id)
     return Bill(tenant_id=tenant_id, month=str(month), lines=lines, total_cost=total, currency=currency,
                 **_clamp_fields(clamps))
@@ -99,9 +102,10 @@ def all_bills(session: Session, *, month: Month, currency: str, prices: PriceBoo
     for totals in period_totals(session, period=month.period, prices=prices):
         by_tenant.setdefault(totals.tenant_id, []).append(totals)
     clamps = clamp_totals(session, period=month.period)
+    fees = fee_lines(session, month=month)
     bills = []
     for tenant_id, totals in by_tenant.items():
-        lines, total = bill_lines(totals)
+        lines, total = bill_lines(totals, fees.get(tenant_id, []))
         bills.append(Bill(tenant_id=tenant_id, month=str(month), lines=lines, total_cost=total,
                           currency=currency, **_clamp_fields(clamps.get(tenant_id))))
     return bills

@@ -53,6 +53,8 @@ class UsageRecord:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    # Of completion_tokens, those the tenant's reserved throughput covered: paid by its fee, not in the row's cost.
+    reserved_tokens: int = 0
     cache_hit: bool = False  # answered by the semantic cache
     latency_ms: float | None = None
     ttft_ms: float | None = None
@@ -464,7 +466,8 @@ class Ledger:
         row = asdict(rec)
         try:
             row["cost"] = self._prices.cost(
-                rec.model, prompt_tokens=rec.prompt_tokens, completion_tokens=rec.completion_tokens,
+                rec.model, prompt_tokens=rec.prompt_tokens,
+                completion_tokens=rec.completion_tokens - rec.reserved_tokens,  # the reservation's fee pays those
                 cached_tokens=rec.cached_tokens, cache_hit=rec.cache_hit, when=rec.created_at, kind=rec.kind)
         except UnknownPrice:
             # Keep the usage (tokens are facts); a NULL cost is visible in bills and the CSV.

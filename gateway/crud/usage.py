@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -46,10 +47,11 @@ def month_tokens(session: Session, *, tenant_id: str, month: Month) -> int:
 
 
 def totals_by_model(session: Session, *, period: Period, tenant_id: str | None = None) -> list[ModelTotals]:
-    """Per (tenant, model, kind) sums over `period`; every tenant when tenant_id is None."""
+    """Per (tenant, model, kind) sums over `period`; every tenant when tenant_id is None. Completion tokens a
+    reservation covered are left out: its fee line carries them (gateway.billing.reservation_fees)."""
     stmt = (select(Usage.tenant_id, Usage.model, Usage.kind, func.count(Usage.id),
                    func.coalesce(func.sum(Usage.prompt_tokens), 0),
-                   func.coalesce(func.sum(Usage.completion_tokens), 0),
+                   func.coalesce(func.sum(Usage.completion_tokens - Usage.reserved_tokens), 0),
                    func.coalesce(func.sum(Usage.cached_tokens), 0),
                    func.sum(Usage.cost))
             .where(Usage.created_at >= period.start, Usage.created_at < period.end)
@@ -112,7 +114,7 @@ def totals_by_prompt_version(session: Session, *, period: Period,
     (listed last)."""
     stmt = (select(Usage.prompt_version, Usage.model, Usage.kind, func.count(Usage.id),
                    func.coalesce(func.sum(Usage.prompt_tokens), 0),
-                   func.coalesce(func.sum(Usage.completion_tokens), 0),
+                   func.coalesce(func.sum(Usage.completion_tokens - Usage.reserved_tokens), 0),
                    func.coalesce(func.sum(Usage.cached_tokens), 0),
                    func.sum(Usage.cost))
             .where(Usage.tenant_id == tenant_id, Usage.created_at >= period.start, Usage.created_at < period.end)
@@ -127,15 +129,26 @@ def totals_by_prompt_version(session: Session, *, period: Period,
 def iter_model_rows(session: Session, *, period: Period, models: set[str],
                     tenant_id: str | None = None, chunk: int = 2000) -> Iterator[Any]:
     """The rows of `models` over `period` in the order tiers are applied: per tenant and model, by created_at,
-    then id. Only the columns costing needs."""
+    then id. Only the columns costing needs; completion tokens without those a reservation covered (its fee pays
+    them: they are neither costed nor counted in the volume)."""
     stmt = (select(Usage.tenant_id, Usage.model, Usage.kind, Usage.prompt_version, Usage.prompt_tokens,
-                   Usage.completion_tokens, Usage.cached_tokens, Usage.cache_hit, Usage.cost, Usage.created_at)
+                   Usage.completion_tokens - Usage.reserved_tokens, Usage.cached_tokens, Usage.cache_hit, Usage.cost,
+                   Usage.created_at)
             .where(Usage.created_at >= period.start, Usage.created_at < period.end, Usage.model.in_(models))
             .order_by(Usage.tenant_id, Usage.model, Usage.created_at, Usage.id)
             .execution_options(yield_per=chunk))
     if tenant_id is not None:
         stmt = stmt.where(Usage.tenant_id == tenant_id)
     yield from session.execute(stmt)
+
+
+def served_output_rates(session: Session, *, model: str, since: datetime) -> dict[str, tuple[int, float]]:
+    """version -> (completion tokens, metered engine ms) of the model's engine-served rows since `since`."""
+    stmt = (select(Usage.version, func.coalesce(func.sum(Usage.completion_tokens), 0),
+                   func.coalesce(func.sum(Usage.engine_ms), 0.0))
+            .where(Usage.model == model, Usage.created_at >= since, Usage.engine_ms > 0, Usage.version.is_not(None))
+            .group_by(Usage.version))
+    return {v: (int(t), float(ms)) for v, t, ms in session.execute(stmt)}
 
 
 def iter_usage(session: Session, *, period: Period, tenant_id: str | None = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated
 
-from pydantic import BaseModel, PlainSerializer
+from pydantic import BaseModel, PlainSerializer, SerializeAsAny
 
 
 def decimal_text(value: Decimal) -> str:
@@ -18,7 +18,9 @@ Money = Annotated[Decimal, PlainSerializer(decimal_text, return_type=str)]
 
 class BillLine(BaseModel):
     model: str
-    kind: str = "interactive"  # | "batch" (Batch API lines, at the model's batch discount)
+    # | "batch" (Batch API lines, at the model's batch discount) | "reservation_fee" (a reservation's prorated
+    # monthly fee; its completion_tokens are those it covered, which no other line counts or costs)
+    kind: str = "interactive"
     # The model's monthly volume tier (1-based; always 1 for a flat price). A request straddling a tier boundary
     # has its tokens on both lines and counts as a request on the first.
     tier: int = 1
@@ -27,6 +29,13 @@ class BillLine(BaseModel):
     completion_tokens: int
     cached_tokens: int
     cost: Money
+
+
+class ReservationFeeLine(BillLine):
+    """A reservation's line: its prorated fee, and in completion_tokens the tokens it covered."""
+    kind: str = "reservation_fee"
+    reservation_id: str
+    output_tokens_per_s: float
 
 
 class CacheAccuracy(BaseModel):
@@ -42,7 +51,7 @@ class CacheAccuracy(BaseModel):
 class Bill(BaseModel):
     tenant_id: str
     month: str  # YYYY-MM
-    lines: list[BillLine]
+    lines: list[SerializeAsAny[BillLine]]  # usage lines, then ReservationFeeLines
     total_cost: Money
     currency: str
     cache_accuracy: CacheAccuracy | None = None  # None: the cache is off

@@ -21,6 +21,7 @@ from datetime import datetime
 from prometheus_client import Counter
 
 from gateway.crud.keys import find_key, get_key, touch_key
+from gateway.crud.reservations import active_rates
 from gateway.db.database import Database
 from gateway.db.models.tenant import Tenant
 from gateway.db.errors import database_unavailable
@@ -132,7 +133,7 @@ class KeyAuthenticator:
                 self._forget(key_hash)
                 raise InvalidKey(refusal)
             touch_key(session, key_id=api_key.id)  # at most once per TTL per key
-            principal = principal_of(api_key, tenant)
+            principal = principal_of(api_key, tenant, reserved=active_rates(session, tenant_id=tenant.id))
             expires_at = api_key.expires_at
         self._store(key_hash, _Entry(principal, self._clock() + self._ttl_s, expires_at))
         return principal
@@ -181,7 +182,7 @@ def refusal_of(api_key, tenant) -> str | None:
     return None
 
 
-def principal_of(api_key, tenant) -> Principal:
+def principal_of(api_key, tenant, *, reserved: dict[str, float] | None = None) -> Principal:
     return Principal(
         tenant_id=tenant.id, tenant_name=tenant.name, key_id=api_key.id,
         key_models=None if api_key.models is None else tuple(api_key.models),
@@ -192,7 +193,8 @@ def principal_of(api_key, tenant) -> Principal:
         priority=tenant.priority, share_weight=tenant.share_weight, plan=tenant.plan,
         max_output_tokens=_stricter(tenant.max_output_tokens, api_key.max_output_tokens),
         default_max_tokens=api_key.default_max_tokens if api_key.default_max_tokens is not None
-        else tenant.default_max_tokens, output_cap_mode=tenant.output_cap_mode or "reject")
+        else tenant.default_max_tokens, output_cap_mode=tenant.output_cap_mode or "reject",
+        reserved=tuple(sorted((reserved or {}).items())))
 
 
 def _stricter(a: int | None, b: int | None) -> int | None:
@@ -210,7 +212,7 @@ def principal_by_key_id(session, key_id: str) -> Principal:
     refusal = refusal_of(api_key, tenant)
     if refusal is not None:
         raise InvalidKey(refusal)
-    return principal_of(api_key, tenant)
+    return principal_of(api_key, tenant, reserved=active_rates(session, tenant_id=tenant.id))
 
 
 def _unexpired(entry: _Entry) -> Principal:

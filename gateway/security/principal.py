@@ -30,6 +30,13 @@ class Principal:
     max_output_tokens: int | None = None  # None: no cap
     default_max_tokens: int | None = None  # for a request naming none; None: the gateway's default
     output_cap_mode: str = "reject"  # | "clamp"
+    # The tenant's active reservations: (model, output tokens/s), the engine's guarantee per priced model.
+    reserved: tuple[tuple[str, float], ...] = ()
+
+
+def reserved_rate(principal: Principal, model: str) -> float:
+    """Output tokens/s the tenant has reserved on `model` (0: none)."""
+    return next((rate for m, rate in principal.reserved if m == model), 0.0)
 
 
 def key_allows_model(principal: Principal, model: str) -> bool:

@@ -82,6 +82,9 @@ class GenerationRequest:
     priority: int = 0
     tenant: str | None = None
     tenant_weight: float = 1.0
+    # The tenant's reserved throughput on this model (output tokens/s): the engine runs its work ahead of
+    # best-effort work up to that rate (workers/engine/reservations.py). 0: none.
+    reserved_tokens_per_s: float = 0.0
     # Opaque, per tenant: the engine's prefix cache reuses blocks only between requests with the
     # same salt (past any operator-declared public prefix). Never the tenant's identity.
     cache_salt: str | None = None
@@ -134,6 +137,8 @@ class GenerationChunk:
     # here with a tokenizer, the upstream reporting none) for upstream versions. Counts may change until the
     # last chunk, which carries the final ones.
     metered_by: str | None = None
+    # Cumulative: of completion_tokens, those the tenant's reservation covered (billed by its fee, not per token).
+    reserved_tokens: int = 0
 
     @classmethod
     def from_wire(cls, raw: dict) -> GenerationChunk:
@@ -147,7 +152,8 @@ class GenerationChunk:
         if not completions and (raw["text"] or raw["token_ids"] or raw["finish_reason"]):
             completions = [CompletionDelta(0, raw["text"], list(raw["token_ids"]), raw["finish_reason"])]
         return cls(raw["text"], list(raw["token_ids"]), raw["prompt_tokens"], raw["completion_tokens"],
-                   raw["cached_tokens"], raw["finish_reason"], completions, raw.get("engine_ms"))
+                   raw["cached_tokens"], raw["finish_reason"], completions, raw.get("engine_ms"),
+                   reserved_tokens=int(raw.get("reserved_tokens") or 0))
 
 
 @runtime_checkable

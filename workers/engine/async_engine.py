@@ -177,17 +177,19 @@ class AsyncEngine:
     def _submit(self, command: _Add | _Abort, *, admit: bool = False) -> None:
         with self._cond:
             if admit:
-                self._check_room(command.seq.cache_salt)
+                self._check_room(command.seq)
                 self._pending_adds[command.seq.cache_salt] += 1
             self._commands.append(command)
             self._cond.notify()
 
-    def _check_room(self, salt: str | None) -> None:
+    def _check_room(self, seq: Sequence) -> None:
         """Admission, under _cond: waiting = queued in the scheduler (read from the engine thread's counters,
-        a benign race) plus adds not yet handed to it. Raises EngineOverloaded, queueing nothing."""
-        config, scheduler = self._engine.config, self._engine.scheduler
+        a benign race) plus adds not yet handed to it. Raises EngineOverloaded, queueing nothing. A tenant's
+        reserved work is not refused for others' load (the replica's queue): it runs ahead of that queue."""
+        config, scheduler, salt = self._engine.config, self._engine.scheduler, seq.cache_salt
         limit = config.max_waiting_requests
-        if limit is not None and len(scheduler.waiting) + sum(self._pending_adds.values()) >= limit:
+        waiting = len(scheduler.waiting) + sum(self._pending_adds.values())
+        if limit is not None and seq.schedule.reserved_tokens_per_s <= 0 and waiting >= limit:
             raise EngineOverloaded(f"{limit} requests already wait on this replica", "replica")
         limit = config.max_waiting_per_tenant
         if limit is not None and salt is not None and \

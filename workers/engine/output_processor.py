@@ -137,7 +137,8 @@ class OutputProcessor:
         metrics = RequestMetrics(head.arrival_time, head.first_scheduled_time, head.first_token_time,
                                  max(ends) if finished and ends else None)
         return RequestOutput(head.request_id, state.prompt, state.prompt_token_ids, completions, finished,
-                             sum(s.num_output_tokens for s in seqs), head.num_cached_tokens, metrics)
+                             sum(s.num_output_tokens for s in seqs), head.num_cached_tokens, metrics,
+                             num_reserved_tokens=sum(s.num_reserved_tokens for s in seqs))
 
     def _completion(self, index: int, c: _CompletionState, params: SamplingParams) -> CompletionOutput:
         seq = c.seq

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from workers.config import EngineConfig
@@ -37,7 +38,7 @@ class SchedulerStats:
 
 class Scheduler:
     def __init__(self, config: EngineConfig, block_manager: BlockManager, *,
-                 eos_token_ids: set[int], max_seq_len: int) -> None:
+                 eos_token_ids: set[int], max_seq_len: int, clock: Callable[[], float] = time.monotonic) -> None:
         if max_seq_len < 1:
             raise ValueError(f"max_seq_len must be >= 1, got {max_seq_len}")
         self.max_num_seqs = config.max_num_seqs
@@ -54,7 +55,8 @@ class Scheduler:
         self.waiting_by_salt: Counter[str | None] = Counter()
         # Who is admitted next, preempted first, and may displace whom (priority, fair share, arrival).
         self.policy = make_policy(config.scheduling_policy, prefill_weight=config.fair_prefill_weight,
-                                  decode_weight=config.fair_decode_weight, preempt_margin=config.fair_preempt_margin)
+                                  decode_weight=config.fair_decode_weight, preempt_margin=config.fair_preempt_margin,
+                                  clock=clock)
         # Speculative decoding: which decoding sequences verify drafts this step (None: off).
         self.drafts = None if config.speculative is None else DraftPlanner(config.speculative, block_manager,
                                                                            max_seq_len=max_seq_len)
@@ -80,6 +82,7 @@ class Scheduler:
 
     def schedule(self) -> SchedulerOutput:
         out = SchedulerOutput()
+        self.running = self.policy.order(self.running)  # reserved work first: a short budget reaches it first
         self._displace(out)
         # While anything else is running or waiting, background sequences sit this step out (blocks kept).
         everyone = (*self.running, *self.waiting)

@@ -52,6 +52,9 @@ class Sequence:
     # params.structured compiled at submission (immutable, shared by the request's completions); None: free text.
     grammar: CompiledGrammar | None = None
     schedule: ScheduleParams = field(default_factory=ScheduleParams)  # priority and fair-share tenant
+    # Generated tokens the tenant's reserved throughput covered (workers/engine/reservations.py); the rest of
+    # num_output_tokens were best-effort.
+    num_reserved_tokens: int = 0
 
     @property
     def num_tokens(self) -> int:

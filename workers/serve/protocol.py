@@ -15,10 +15,13 @@ its shape and by the engine, at submission, for the rest. The output ends (finis
 value is complete, or is cut at max_tokens ("length") as any other.
 
 A request's `priority` (lower runs earlier), `tenant` (an opaque fair-share key) and `tenant_weight` order it
-against others in the engine's queue (ScheduleParams, schedule_params).
+against others in the engine's queue (ScheduleParams, schedule_params); `reserved_tokens_per_s` is the rate the
+tenant's reservation on the model guarantees (its work runs ahead of best-effort work up to that rate).
 
 A chunk keeps the keys the gateway has always read, with their meaning for n == 1 unchanged:
 `text`, `token_ids`, `prompt_tokens`, `completion_tokens`, `cached_tokens`, `finish_reason`. It adds:
+
+- `reserved_tokens`: of `completion_tokens` (cumulative too), those the tenant's reservation covered.
 
 - `completions`: one entry per completion with news in this chunk, each
   {"index", "text", "token_ids", "finish_reason", "logprobs", "cumulative_logprob"}, deltas like the
@@ -52,7 +55,8 @@ def sampling_params(request: dict) -> SamplingParams:
 
 
 # Request fields -> ScheduleParams' (absent or None: the default).
-SCHEDULE_FIELDS = {"priority": "priority", "tenant": "tenant", "tenant_weight": "weight"}
+SCHEDULE_FIELDS = {"priority": "priority", "tenant": "tenant", "tenant_weight": "weight",
+                   "reserved_tokens_per_s": "reserved_tokens_per_s"}
 
 
 def schedule_params(request: dict) -> ScheduleParams:
@@ -75,7 +79,7 @@ class ChunkWriter:
         return {"text": first["text"] if first else "",
                 "token_ids": first["token_ids"] if first else [],
                 "prompt_tokens": out.num_prompt_tokens, "completion_tokens": out.num_output_tokens,
-                "cached_tokens": out.num_cached_tokens,
+                "cached_tokens": out.num_cached_tokens, "reserved_tokens": out.num_reserved_tokens,
                 "finish_reason": self._first_finish if out.finished else None,
                 "logprobs": first["logprobs"] if first else None,
                 "cumulative_logprob": first["cumulative_logprob"] if first else None,

@@ -8,6 +8,7 @@ from gateway.db.models.price import Price
 from gateway.db.models.prompt import Prompt, PromptVersionRow
 from gateway.db.models.prompt_label import PromptLabel, PromptLabelMove
 from gateway.db.models.replica_minute import ReplicaMinute
+from gateway.db.models.reservation import Reservation
 from gateway.db.models.response import StoredResponse
 from gateway.db.models.route_rules import RouteRules
 from gateway.db.models.tenant import Tenant
@@ -18,5 +19,6 @@ from gateway.db.models.webhook import Webhook
 from gateway.db.models.webhook_delivery import WebhookDelivery
 
 __all__ = ["AlertMark", "ApiKey", "Batch", "BatchFile", "BatchLine", "Price", "Prompt", "PromptLabel",
-           "PromptLabelMove", "PromptVersionRow", "ReplicaMinute", "RouteRules", "StoredResponse", "Tenant",
+           "PromptLabelMove", "PromptVersionRow", "ReplicaMinute", "Reservation",
+           "RouteRules", "StoredResponse", "Tenant",
            "TenantGuardrails", "UpstreamOverride", "Usage", "VersionCost", "Webhook", "WebhookDelivery"]

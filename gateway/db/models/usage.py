@@ -27,6 +27,9 @@ class Usage(Base):
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
     cached_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    # Of completion_tokens, those the tenant's reserved throughput covered (the engine's count): paid by the
+    # reservation's fee, so not in `cost`.
+    reserved_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     cache_hit: Mapped[bool] = mapped_column(Boolean, default=False)
     cost: Mapped[Decimal | None] = mapped_column(Money)  # None only if the model had no price
     currency: Mapped[str] = mapped_column(String(8))

@@ -84,7 +84,7 @@ def test_fair_share_displaces_the_most_served_tenant_past_the_margin():
     assert waited <= 5 and [s.schedule.tenant for s in out.preempted] == ["a"]
     sched.update(out, runner.execute(out))
     run(sched, runner)
-    assert sched.block_manager.num_used_blocks == 0 and len(sched.policy.share) == 0
+    assert sched.block_manager.num_used_blocks == 0 and len(sched.policy.inner.share) == 0
 
 
 def test_preemption_for_blocks_takes_the_policy_victim():

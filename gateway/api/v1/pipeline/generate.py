@@ -10,6 +10,7 @@ import anyio
 
 from gateway.api.errors import APIError, invalid_request, no_capacity
 from gateway.api.v1.pipeline.run import Run
+from gateway.security.principal import reserved_rate
 from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, TenantQueueFull,
                                   UpstreamRefused, VersionOverloaded, VersionUnavailable)
 
@@ -40,6 +41,8 @@ def request_for(run: Run, version: str) -> GenerationRequest:
         **{**job.sampling, "n": job.generated}, logprobs=job.logprobs, structured=job.structured,
         cache_salt=run.svc.salter.salt(principal.tenant_id), priority=priority,
         tenant=run.svc.salter.tenant_key(principal.tenant_id), tenant_weight=principal.share_weight,
+        # Batch lines fill idle steps at their discount: a reservation guarantees interactive work.
+        reserved_tokens_per_s=reserved_rate(principal, run.model) if run.kind == "interactive" else 0.0,
         upstream_body=job.body)
 
 

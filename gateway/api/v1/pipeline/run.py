@@ -44,6 +44,7 @@ class Run:
         self.plan_max_tokens: int | None = None  # the limit the tenant's cap or default set, not the body
         self.completion_tokens = 0
         self.cached_tokens = 0
+        self.reserved_tokens = 0  # of completion_tokens, those the tenant's reservation covered
         self.engine_ms: float | None = None  # the engine's metered time for it; 0 for a cache hit
         self.metered_by: str | None = None  # upstream versions: "upstream" (its usage) or "gateway" (counted here)
         self.produced = False
@@ -87,6 +88,7 @@ class Run:
     def observe(self, chunk: GenerationChunk) -> None:
         """`chunk` was (or is about to be) handed to the client."""
         self.completion_tokens = chunk.completion_tokens
+        self.reserved_tokens = min(chunk.reserved_tokens, chunk.completion_tokens)
         self.engine_ms = chunk.engine_ms
         if chunk.metered_by is not None:  # an upstream's counts may settle only on its last chunk
             self.prompt_tokens, self.cached_tokens = chunk.prompt_tokens, chunk.cached_tokens
@@ -151,7 +153,7 @@ class Run:
                     key_id=self.principal.key_id, endpoint=self.endpoint, model=model,
                     version=self.version, prompt_tokens=self.prompt_tokens,
                     completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
-                    cache_hit=self.cache_hit, latency_ms=round(latency_s * 1000, 3),
+                    reserved_tokens=self.reserved_tokens, cache_hit=self.cache_hit, latency_ms=round(latency_s * 1000, 3),
                     engine_ms=None if self.engine_ms is None else round(self.engine_ms, 3),
                     ttft_ms=None if self.ttft_s is None else round(self.ttft_s * 1000, 3),
                     status=status, created_at=datetime.now(UTC), kind=self.kind,
@@ -159,7 +161,8 @@ class Run:
                     max_tokens_asked=self.clamped[0] if self.clamped else None,
                     max_tokens_cap=self.clamped[1] if self.clamped else None)
                 cost = svc.prices.cost(model, prompt_tokens=self.prompt_tokens,
-                                       completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
+                                       completion_tokens=self.completion_tokens - self.reserved_tokens,
+                                       cached_tokens=self.cached_tokens,
                                        cache_hit=self.cache_hit, kind=self.kind)
                 svc.metrics.record_usage(self.principal.tenant_id, model, prompt=self.prompt_tokens,
                                          completion=self.completion_tokens, cached=self.cached_tokens,

@@ -45,7 +45,7 @@ import httpx  # noqa: E402
 import uvicorn  # noqa: E402
 
 from benchmarks.engine_throughput import QUESTIONS, bench_engine, build_requests  # noqa: E402
-from gateway.billing.period import Period  # noqa: E402
+from gateway.domain.period import Period  # noqa: E402
 from gateway.billing.prices import seed_prices_from_catalogue  # noqa: E402
 from gateway.catalogue import load_catalogue  # noqa: E402
 from gateway.crud.keys import create_key  # noqa: E402

@@ -16,7 +16,7 @@ from fastapi import Depends, Request
 from gateway.alerts import Alerts, AlertsConfig
 from gateway.batch.uploads import UploadSlots
 from gateway.billing.ledger import Ledger
-from gateway.billing.period import Month
+from gateway.domain.period import Month
 from gateway.billing.prices import PriceBook, batch_discounts
 from gateway.billing.spool import Spool, SpoolConfig
 from gateway.catalogue import Catalogue, load_catalogue

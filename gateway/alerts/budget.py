@@ -20,7 +20,7 @@ from sqlalchemy import Connection, bindparam, func, select
 from gateway.alerts.events import BUDGET_CROSSED, BUDGET_THRESHOLDS, AlertEvent
 from gateway.alerts.marks import mark_once
 from gateway.alerts.outbox import emit
-from gateway.billing.period import Month
+from gateway.domain.period import Month
 from gateway.db.models.alert_mark import AlertMark
 from gateway.db.models.tenant import Tenant
 from gateway.db.models.usage import Usage

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import Depends, Query
 
 from gateway.api.errors import invalid_request
-from gateway.billing.period import Month, Period
+from gateway.domain.period import Month, Period
 from gateway.db.types import utcnow
 
 

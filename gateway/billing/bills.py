@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from sqlalchemy.orm import Session
 
-from gateway.billing.period import Month, Period
+from gateway.domain.period import Month, Period
 from gateway.billing.prices import DEFAULT_BATCH_DISCOUNT, PriceBook, price_history
 from gateway.billing.reservation_fees import fee_lines
 from gateway.billing.tiered import tiered_models, tiered_totals

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from gateway.billing.period import Month
+from gateway.domain.period import Month
 from gateway.billing.prices import PricePoint, point_at, request_cost
 from gateway.billing.tiers import split
 from gateway.crud.usage import ModelTotals

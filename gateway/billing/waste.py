@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from gateway.billing.period import Month
+from gateway.domain.period import Month
 from gateway.crud.usage import WasteTotals, waste_by_model
 from gateway.schemas.billing import WasteLine, WasteReport
 

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from gateway.api.deps import ServicesDep, SessionDep
-from gateway.billing.period import Month
+from gateway.domain.period import Month
 from gateway.console.render import render
 from gateway.console.series import DAY_S, WINDOWS, columns, headline
 from gateway.console.viewer import ViewerDep

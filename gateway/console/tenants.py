@@ -8,7 +8,7 @@ from gateway.api.admin.tenants import add_tenant, change_tenant, tenant_or_404
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.api.errors import APIError
 from gateway.billing.bills import all_bills
-from gateway.billing.period import Month
+from gateway.domain.period import Month
 from gateway.console.forms import FormError, blank_is_none, in_words, page_of, parse
 from gateway.console.render import render
 from gateway.console.state import console_state

@@ -11,7 +11,7 @@ from sqlalchemy import Connection, case, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from gateway.billing.period import Month, Period
+from gateway.domain.period import Month, Period
 from gateway.db.models.usage import Usage
 
 _INSERT = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}

@@ -6,7 +6,7 @@ from decimal import Decimal, InvalidOperation
 
 from sqlalchemy.orm import Session
 
-from gateway.billing.period import Month
+from gateway.domain.period import Month
 from gateway.catalogue import Catalogue
 from gateway.economics.costs import provider_prices
 from gateway.economics.query import economics_report

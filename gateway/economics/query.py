@@ -7,7 +7,7 @@ from decimal import Decimal
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from gateway.billing.period import Period
+from gateway.domain.period import Period
 from gateway.crud.replica_minutes import recorded_versions, replica_minutes
 from gateway.db.models.usage import Usage
 from gateway.economics.costs import CostHistory, ProviderPrice

@@ -19,7 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 
-from gateway.billing.period import Period
+from gateway.domain.period import Period
 from gateway.db.types import MONEY_QUANTUM
 from gateway.economics.apportion import apportion
 from gateway.economics.costs import CostPoint, ProviderPrice

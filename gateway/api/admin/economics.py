@@ -10,7 +10,7 @@ from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.api.errors import invalid_request, not_found
 from gateway.api.periods import MonthDep
-from gateway.billing.period import Month
+from gateway.domain.period import Month
 from gateway.crud.version_costs import cost_in_effect, list_version_costs, set_version_cost
 from gateway.db.models.version_cost import VersionCost
 from gateway.db.types import utcnow

@@ -146,7 +146,7 @@ async def test_a_failing_budget_check_never_costs_the_usage_rows(database, tenan
     book.record(rec(tenant_id, 0, tokens=900))
     await book.flush()
     from gateway.crud.usage import month_tokens
-    from gateway.billing.period import Month
+    from gateway.domain.period import Month
     with database.session() as s:
         assert month_tokens(s, tenant_id=tenant_id, month=Month(2026, 12)) == 900
     assert deliveries(database) == []

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import func, select
 
 from gateway.billing.ledger import Ledger, UsageRecord
-from gateway.billing.period import Month
+from gateway.domain.period import Month
 from gateway.billing.prices import PriceBook
 from gateway.billing.spool import REJECTED, Spool, SpoolConfig
 from gateway.crud.prices import set_price

@@ -9,7 +9,7 @@ import pytest
 
 from gateway.billing.bills import all_bills, tenant_bill, tenant_bill_by_prompt_version
 from gateway.billing.ledger import Ledger, UsageRecord
-from gateway.billing.period import Month
+from gateway.domain.period import Month
 from gateway.billing.prices import PriceBook
 from gateway.billing.tiers import Tier, tiers_to_json
 from gateway.crud.prices import set_price
@@ -154,7 +154,7 @@ async def test_twenty_concurrent_requests_across_the_boundary_bill_exactly(pg_ur
 
 async def test_a_period_within_the_month_counts_the_volume_from_the_months_start(database, tiered):
     from gateway.billing.bills import period_totals
-    from gateway.billing.period import Period
+    from gateway.domain.period import Period
 
     ledger, prices, tenant, _ = tiered
     ledger.record(UsageRecord(request_id="oct", tenant_id=tenant, key_id=None, endpoint="/v1/x", model="m",

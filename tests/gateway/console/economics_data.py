@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from gateway.billing.ledger import Ledger, UsageRecord
-from gateway.billing.period import Month
+from gateway.domain.period import Month
 from gateway.billing.prices import PriceBook
 from gateway.crud.replica_minutes import record_replica_minute
 from gateway.db.database import Database

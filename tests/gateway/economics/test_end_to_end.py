@@ -4,7 +4,7 @@ from decimal import Decimal
 import httpx
 import pytest
 
-from gateway.billing.period import Month
+from gateway.domain.period import Month
 from gateway.db.types import utcnow
 from tests.gateway.support import ADMIN_KEY, FP32, make_tenant, wait_usage_rows
 

@@ -4,7 +4,7 @@ from decimal import Decimal
 
 import pytest
 
-from gateway.billing.period import Month
+from gateway.domain.period import Month
 from gateway.economics.costs import CostPoint
 from gateway.economics.report import ReplicaSlice, ReportOptions, UsageSlice, build_report
 

@@ -3,7 +3,7 @@ carried by the tenants who used them), and the self-host vs API what-if beside t
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from gateway.billing.period import Month
+from gateway.domain.period import Month
 from gateway.economics.costs import CostPoint, ProviderPrice
 from gateway.economics.report import ReplicaSlice, ReportOptions, UsageSlice, build_report
 

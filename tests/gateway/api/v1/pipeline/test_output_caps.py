@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from gateway.billing.period import Month
+from gateway.domain.period import Month
 from gateway.crud.keys import create_key
 from gateway.db.database import Database
 from gateway.db.types import utcnow

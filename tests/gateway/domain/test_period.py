@@ -2,7 +2,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gateway.billing.period import Month, Period
+from gateway.domain.period import Month, Period
 
 
 def test_month_bounds_and_text():

@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from gateway.batch.usage import LineUsage
+from gateway.domain.batch_usage import LineUsage
 from gateway.crud import batch_files, batches
 from gateway.db.database import Database
 from gateway.db.models.batch import Batch

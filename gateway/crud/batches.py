@@ -12,9 +12,9 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from gateway.batch import state
+from gateway.domain import batch_state as state
 from gateway.db.models.batch import Batch, BatchLine
-from gateway.batch.usage import LineUsage
+from gateway.domain.batch_usage import LineUsage
 from gateway.db.models.batch_file import BatchFile
 from gateway.db.models.usage import Usage
 

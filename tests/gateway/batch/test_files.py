@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from gateway.batch import state
+from gateway.domain import batch_state as state
 from gateway.batch.ids import new_file_id
 from gateway.crud import batch_files
 from gateway.crud.tenants import create_tenant

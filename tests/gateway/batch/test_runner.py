@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from gateway.batch import state
+from gateway.domain import batch_state as state
 from gateway.batch.ids import line_request_id, new_batch_id, new_file_id
 from gateway.batch.output import LineResult
 from gateway.batch.runner import BatchRunner, Paused, RunnerConfig

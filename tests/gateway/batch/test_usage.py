@@ -3,7 +3,7 @@ lands, what its answer reported), once, however often the line is recorded."""
 from __future__ import annotations
 
 from gateway.batch.ids import line_request_id
-from gateway.batch.usage import LineUsage
+from gateway.domain.batch_usage import LineUsage
 from gateway.crud import batches
 from gateway.db.models.usage import Usage
 from gateway.db.types import utcnow

@@ -14,7 +14,7 @@ from gateway.api.errors import APIError, invalid_request
 from gateway.api.v1.batches.files import count_request, file_not_found
 from gateway.api.v1.batches.objects import batch_object
 from gateway.api.v1.body import documented, parse
-from gateway.batch import state
+from gateway.domain import batch_state as state
 from gateway.batch.ids import BATCH_ID, FILE_ID, new_batch_id
 from gateway.batch.store import BatchStore
 from gateway.crud import batch_files, batches

@@ -10,7 +10,7 @@ from gateway.crud.commit import AuditHook, commit
 from gateway.db.models.api_key import ApiKey
 from gateway.db.models.tenant import Tenant
 from gateway.db.types import utcnow
-from gateway.security.keys import generate_key
+from gateway.domain.api_keys import generate_key
 
 
 def create_key(session: Session, *, tenant_id: str, models: list[str] | None = None,

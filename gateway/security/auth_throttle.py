@@ -28,7 +28,7 @@ from gateway.security.authenticator import InvalidKey
 
 T = TypeVar("T")
 
-PREFIX_CHARS = 12  # as much of a key as the console shows (gateway.security.keys.VISIBLE_CHARS)
+PREFIX_CHARS = 12  # as much of a key as the console shows (gateway.domain.api_keys.VISIBLE_CHARS)
 
 
 @dataclass(slots=True)

@@ -26,7 +26,7 @@ from gateway.db.database import Database
 from gateway.db.models.tenant import Tenant
 from gateway.db.errors import database_unavailable
 from gateway.db.types import utcnow
-from gateway.security.keys import hash_key, key_matches, looks_like_key
+from gateway.domain.api_keys import hash_key, key_matches, looks_like_key
 from gateway.security.principal import Principal
 
 

@@ -10,7 +10,7 @@ import pytest
 from openai import OpenAI
 
 from tests.console.conftest import admin_api, shot
-from gateway.security.keys import visible_prefix
+from gateway.domain.api_keys import visible_prefix
 from tests.gateway.support import make_tenant, wait_usage_rows
 
 

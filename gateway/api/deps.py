@@ -13,7 +13,7 @@ from typing import Annotated, Any, TypeVar
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
-from gateway.api.errors import APIError, database_unavailable, invalid_api_key
+from gateway.domain.errors import APIError, database_unavailable, invalid_api_key
 from gateway.security.admin_key import admin_key_matches
 from gateway.security.auth_throttle import Attempt, Throttled, retry_after_header
 from gateway.security.authenticator import AuthUnavailable, InvalidKey

@@ -1,8 +1,8 @@
-"""Errors in OpenAI's shape: {"error": {"message", "type", "param", "code"}} (Anthropic's under /v1/messages)."""
+"""The app's exception handlers: every refusal sent as an error in OpenAI's shape (gateway.domain.errors), in
+Anthropic's under /v1/messages."""
 from __future__ import annotations
 
 import logging
-import math
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -14,63 +14,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from gateway.billing.ledger import LedgerFull
 from gateway.audit.errors import ChainHeadMissing
 from gateway.db.errors import database_unavailable as db_unavailable
+from gateway.domain.errors import (APIError, database_unavailable, insufficient_quota, invalid_request, ledger_full,
+                                    limits_unavailable, rate_limited)
 from gateway.limits.errors import LimitError, LimitsUnavailable, QuotaExceeded, RateLimited
 from gateway.schemas.anthropic import error_body as anthropic_error_body
 
 log = logging.getLogger("tollgate.errors")
 
 ANTHROPIC_PATHS = "/v1/messages"  # Anthropic's Messages API: its errors in Anthropic's shape
-
-
-class APIError(Exception):
-    def __init__(self, status: int, message: str, *, type: str = "invalid_request_error",
-                 code: str | None = None, param: str | None = None,
-                 headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.type, self.code, self.param = status, message, type, code, param
-        self.headers = headers or {}
-
-    def body(self) -> dict:
-        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
-
-
-def invalid_request(message: str, *, param: str | None = None, code: str | None = None) -> APIError:
-    return APIError(400, message, param=param, code=code)
-
-
-def invalid_api_key(message: str = "Incorrect API key provided.") -> APIError:
-    return APIError(401, message, type="invalid_request_error", code="invalid_api_key")
-
-
-def permission_denied(message: str) -> APIError:
-    return APIError(403, message, type="permission_error", code="permission_denied")
-
-
-def model_not_found(model: str) -> APIError:
-    return APIError(404, f"The model `{model}` does not exist or you do not have access to it.",
-                    code="model_not_found", param="model")
-
-
-def not_found(message: str) -> APIError:
-    return APIError(404, message, code="not_found")
-
-
-def rate_limited(message: str, retry_after: float, headers: dict[str, str] | None = None) -> APIError:
-    h = {"Retry-After": str(max(1, int(retry_after + 0.999))), **(headers or {})}
-    return APIError(429, message, type="rate_limit_error", code="rate_limit_exceeded", headers=h)
-
-
-def insufficient_quota(message: str) -> APIError:
-    return APIError(429, message, type="insufficient_quota", code="insufficient_quota")
-
-
-def no_capacity(message: str = "No capacity to serve this model right now.") -> APIError:
-    return APIError(503, message, type="server_error", code="no_capacity", headers={"Retry-After": "1"})
-
-
-def limits_unavailable(message: str, retry_after: float) -> APIError:
-    return APIError(503, message, type="server_error", code="limits_unavailable",
-                    headers={"Retry-After": str(max(1, int(retry_after + 0.999)))})
 
 
 def from_limit_error(exc: LimitError) -> APIError:
@@ -82,21 +33,6 @@ def from_limit_error(exc: LimitError) -> APIError:
     if isinstance(exc, LimitsUnavailable):
         return limits_unavailable(exc.message, exc.retry_after_s)
     return APIError(500, exc.message, type="server_error", code=exc.code)
-
-
-DATABASE_RETRY_AFTER_S = 5
-
-
-def database_unavailable(message: str = "The database is unreachable; retry shortly.", *,
-                         retry_after: float = DATABASE_RETRY_AFTER_S) -> APIError:
-    return APIError(503, message, type="server_error", code="database_unavailable",
-                    headers={"Retry-After": str(max(1, math.ceil(retry_after)))})
-
-
-def ledger_full() -> APIError:
-    return APIError(503, "Usage cannot be recorded right now (the database is unreachable and the local "
-                    "spool is full); retry shortly.", type="server_error", code="ledger_unavailable",
-                    headers={"Retry-After": str(DATABASE_RETRY_AFTER_S)})
 
 
 _LOCATIONS = ("body", "query", "path", "header", "cookie")  # where FastAPI says a param was, not its name

@@ -11,7 +11,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
 
 from gateway.api.deps import bearer_token, check_credential
-from gateway.api.errors import invalid_api_key
+from gateway.domain.errors import invalid_api_key
 from gateway.security.authenticator import InvalidKey
 from gateway.security.secret_file import secret_matches
 from gateway.services import AppServices

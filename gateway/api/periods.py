@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Query
 
-from gateway.api.errors import invalid_request
+from gateway.domain.errors import invalid_request
 from gateway.domain.period import Month, Period
 from gateway.db.types import utcnow
 

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 
 from gateway.api.deps import ServicesDep, SessionDep
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.api.periods import parse_month
 from gateway.billing.bills import all_bills, usage_csv
 from gateway.console.forms import in_words, page_of

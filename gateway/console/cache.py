@@ -9,7 +9,7 @@ from fastapi.responses import RedirectResponse, Response
 from gateway.api.admin.cache import invalidate
 from gateway.api.admin.tenants import tenant_or_404
 from gateway.api.deps import ServicesDep
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.console.forms import in_words, page_of
 from gateway.console.render import error_page, render
 from gateway.console.series import DAY_S, headline

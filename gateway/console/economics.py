@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from gateway.api.deps import ServicesDep, SessionDep
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.api.periods import parse_month
 from gateway.console.forms import in_words
 from gateway.console.render import error_page, render

@@ -5,7 +5,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 
 
 class FormError(Exception):

@@ -5,7 +5,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
 from gateway.api.admin.routes import RouterDep, apply_change
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.console.forms import in_words, page_of
 from gateway.console.render import render
 from gateway.console.state import console_state

@@ -8,7 +8,7 @@ from fastapi.responses import RedirectResponse, Response, StreamingResponse
 from gateway.api.admin.keys import issue_key, revoke_by_id
 from gateway.api.admin.tenants import tenant_or_404
 from gateway.api.deps import ServicesDep, SessionDep
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.api.periods import parse_month
 from gateway.billing.bills import tenant_bill, usage_csv
 from gateway.console import tenants as tenants_page

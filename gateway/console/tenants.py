@@ -6,7 +6,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from gateway.api.admin.tenants import add_tenant, change_tenant, tenant_or_404
 from gateway.api.deps import ServicesDep, SessionDep
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.billing.bills import all_bills
 from gateway.domain.period import Month
 from gateway.console.forms import FormError, blank_is_none, in_words, page_of, parse

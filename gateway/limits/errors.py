@@ -1,4 +1,4 @@
-"""Why the limiter refused a request, in its own words; gateway.api.errors turns these into HTTP answers.
+"""Why the limiter refused a request, in its own words; gateway/api/errors.py turns these into HTTP answers.
 
 Each carries a `code`, the reason metrics and the API report it under."""
 from __future__ import annotations

@@ -8,7 +8,7 @@ import uuid
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.observability.logging import request_id_var
 
 log = logging.getLogger("tollgate.access")

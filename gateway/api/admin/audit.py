@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 
 from gateway.api.deps import SessionDep
-from gateway.api.errors import invalid_request
+from gateway.domain.errors import invalid_request
 from gateway.audit.query import MAX_LIMIT, AuditQuery, list_records
 
 router = APIRouter()

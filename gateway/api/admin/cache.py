@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Path, Request
 from gateway.api.admin.announce import announce
 from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import AdminDep, ServicesDep
-from gateway.api.errors import not_found
+from gateway.domain.errors import not_found
 from gateway.audit.auditor import Auditor
 from gateway.audit.record import Target
 from gateway.cache.semantic_cache import SemanticCache

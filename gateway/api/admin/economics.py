@@ -8,7 +8,7 @@ from fastapi.responses import JSONResponse, Response
 
 from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import ServicesDep, SessionDep
-from gateway.api.errors import invalid_request, not_found
+from gateway.domain.errors import invalid_request, not_found
 from gateway.api.periods import MonthDep
 from gateway.domain.period import Month
 from gateway.crud.version_costs import cost_in_effect, list_version_costs, set_version_cost

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Body
 from gateway.api.admin.auditing import AuditorDep
 from gateway.api.admin.tenants import tenant_or_404
 from gateway.api.deps import ServicesDep, SessionDep
-from gateway.api.errors import invalid_request
+from gateway.domain.errors import invalid_request
 from gateway.audit.record import Target
 from gateway.crud.guardrails import get_rules, set_rules
 from gateway.crud.keys import get_key

@@ -11,7 +11,7 @@ from gateway.api.admin.auditing import AuditorDep
 from gateway.api.admin.tenants import tenant_or_404
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.audit.auditor import Auditor
-from gateway.api.errors import invalid_request, not_found
+from gateway.domain.errors import invalid_request, not_found
 from gateway.catalogue import Catalogue
 from gateway.crud.keys import create_key, get_key, list_keys, revoke_key
 from gateway.db.models.api_key import ApiKey

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import SessionDep
-from gateway.api.errors import APIError, invalid_request
+from gateway.domain.errors import APIError, invalid_request
 from gateway.api.v1.body import parse
 from gateway.audit.auditor import Auditor
 from gateway.audit.record import Target

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import AdminDep
-from gateway.api.errors import APIError, invalid_request, not_found
+from gateway.domain.errors import APIError, invalid_request, not_found
 from gateway.routing.errors import RoutingError, UnknownModel
 from gateway.routing.router import Router
 

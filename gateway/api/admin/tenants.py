@@ -10,7 +10,7 @@ from gateway.api.admin.announce import announce
 from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.audit.auditor import Auditor
-from gateway.api.errors import APIError, invalid_request, not_found
+from gateway.domain.errors import APIError, invalid_request, not_found
 from gateway.crud.errors import AlreadyExists
 from gateway.crud.tenants import create_tenant, get_tenant, list_tenants, update_tenant
 from gateway.db.models.tenant import Tenant

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 
 from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import AdminDep
-from gateway.api.errors import not_found
+from gateway.domain.errors import not_found
 from gateway.events.events import UpstreamChanged
 from gateway.schemas.upstreams import UpstreamUpdate, UpstreamView
 from gateway.services import AppServices, Services

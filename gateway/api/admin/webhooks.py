@@ -12,7 +12,7 @@ from gateway.alerts.webhooks import (create_webhook, get_webhook, list_deliverie
                                      public_view)
 from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import ServicesDep, SessionDep
-from gateway.api.errors import invalid_request, not_found
+from gateway.domain.errors import invalid_request, not_found
 from gateway.audit.chain import jsonable
 from gateway.audit.record import Target
 from gateway.db.models.webhook import Webhook

@@ -9,7 +9,7 @@ from typing import Annotated, Any, TypeVar
 from fastapi import Depends, Request
 from pydantic import BaseModel, ValidationError
 
-from gateway.api.errors import APIError, invalid_request
+from gateway.domain.errors import APIError, invalid_request
 from gateway.schemas.openai import (ChatCompletionRequest, CompletionRequest, EmbeddingRequest,
                                     ParamError, UnsupportedParam)
 

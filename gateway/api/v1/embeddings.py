@@ -10,7 +10,7 @@ import numpy
 from fastapi import APIRouter, Request, Response
 
 from gateway.api.deps import TenantDep, key_allows_model
-from gateway.api.errors import invalid_request, model_not_found, no_capacity, permission_denied
+from gateway.domain.errors import invalid_request, model_not_found, no_capacity, permission_denied
 from gateway.api.v1.body import EmbeddingBody, documented
 from gateway.api.v1.pipeline.admit import reserve_tokens
 from gateway.api.v1.pipeline.generate import upstream_refused

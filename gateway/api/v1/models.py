@@ -4,7 +4,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from gateway.api.deps import TenantDep, key_allows_model
-from gateway.api.errors import model_not_found
+from gateway.domain.errors import model_not_found
 from gateway.services import AppServices
 from gateway.schemas.openai import ModelCard, ModelList
 

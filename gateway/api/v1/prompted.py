@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from gateway.api.errors import APIError, invalid_request
+from gateway.domain.errors import APIError, invalid_request
 from gateway.api.v1.body import parse
 from gateway.prompts import MissingVariables, PromptNotFound, PromptRef, PromptVersion
 from gateway.prompts.render import render

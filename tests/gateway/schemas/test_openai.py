@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.api.v1.body import parse
 from gateway.schemas.openai import MAX_STOP_CHARS, ChatCompletionRequest, CompletionRequest
 

@@ -15,7 +15,9 @@ from collections.abc import Awaitable, Callable
 
 from fastapi import Response
 
-from gateway.api.errors import APIError, from_limit_error, invalid_api_key
+from gateway.domain.errors import APIError, invalid_api_key
+
+from gateway.api.errors import from_limit_error
 from gateway.api.v1.body import parse
 from gateway.api.v1.chat import answer_chat
 from gateway.api.v1.completions import answer_completion

@@ -9,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 
 from gateway.api.deps import TenantDep
-from gateway.api.errors import APIError, invalid_request
+from gateway.domain.errors import APIError, invalid_request
 from gateway.api.v1.batches.multipart import parse_form
 from gateway.api.v1.batches.objects import file_object
 from gateway.api.v1.pipeline.admit import reserve_tokens

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from gateway.api.errors import invalid_request
+from gateway.domain.errors import invalid_request
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 
 from gateway.api.deps import TenantDep
-from gateway.api.errors import APIError, invalid_request
+from gateway.domain.errors import APIError, invalid_request
 from gateway.api.v1.batches.files import count_request, file_not_found
 from gateway.api.v1.batches.objects import batch_object
 from gateway.api.v1.body import documented, parse

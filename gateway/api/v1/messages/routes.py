@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from gateway.api.deps import AnyKeyTenantDep
-from gateway.api.errors import invalid_request
+from gateway.domain.errors import invalid_request
 from gateway.api.v1.body import documented, parse
 from gateway.api.v1.cached import CacheStep, _guarded, consult, keeper, replay
 from gateway.api.v1.headers import PinHeader, SessionHeader

@@ -21,7 +21,7 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.api.v1.messages.format import MessagesFormat, native_calls, tool_use
 from gateway.api.v1.pipeline.choices import Choice, Choices
 from gateway.api.v1.pipeline.metered import broken_stream, sendable_deltas

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gateway.api.errors import invalid_request
+from gateway.domain.errors import invalid_request
 from gateway.api.v1.body import parse
 from gateway.schemas.anthropic import (CountTokensRequest, DocumentBlockParam, ImageBlockParam, MessageParam,
                                        MessagesRequest, TextBlockParam, ThinkingBlockParam, ToolResultBlockParam,

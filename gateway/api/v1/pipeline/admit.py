@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 
-from gateway.api.errors import APIError, invalid_request, model_not_found, no_capacity, permission_denied
+from gateway.domain.errors import APIError, invalid_request, model_not_found, no_capacity, permission_denied
 from gateway.api.v1.pipeline.facts import facts_of, with_task
 from gateway.api.v1.pipeline.job import Job
 from gateway.api.v1.pipeline.run import Run

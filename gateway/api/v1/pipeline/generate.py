@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 
-from gateway.api.errors import APIError, invalid_request, no_capacity
+from gateway.domain.errors import APIError, invalid_request, no_capacity
 from gateway.api.v1.pipeline.run import Run
 from gateway.security.principal import reserved_rate
 from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, TenantQueueFull,

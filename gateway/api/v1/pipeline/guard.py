@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.api.v1.pipeline.admit import OFFLOAD_PROMPT_BYTES
 from gateway.api.v1.pipeline.job import Job
 from gateway.api.v1.pipeline.run import Run

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.api.v1.pipeline.choices import Choices
 from gateway.api.v1.pipeline.generate import gateway_timeout, generation_failed
 from gateway.api.v1.pipeline.guard import as_api_error

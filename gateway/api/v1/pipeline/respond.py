@@ -14,7 +14,7 @@ from fastapi import Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel
 
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.api.v1.pipeline.choices import Choice, Choices
 from gateway.api.v1.pipeline.generate import gateway_timeout, generation_failed, open_generation
 from gateway.api.v1.pipeline.guard import HEADER as GUARDRAILS_HEADER

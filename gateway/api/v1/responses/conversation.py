@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.api.errors import invalid_request
+from gateway.domain.errors import invalid_request
 from gateway.crud.responses import Stored
 from gateway.schemas.responses import ResponseCreateRequest
 

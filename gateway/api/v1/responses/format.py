@@ -6,7 +6,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.api.v1.pipeline.choices import Choice
 from gateway.api.v1.pipeline.run import Run
 from gateway.schemas.responses import (IncompleteDetails, OutputMessage, OutputText, ResponseError,

@@ -1,7 +1,7 @@
 """A Responses API request as the pipeline's Job."""
 from __future__ import annotations
 
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.api.v1.pipeline.job import Job
 from gateway.schemas.responses import ResponseCreateRequest
 

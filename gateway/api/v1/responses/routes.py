@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from gateway.api.deps import TenantDep
-from gateway.api.errors import APIError, invalid_request
+from gateway.domain.errors import APIError, invalid_request
 from gateway.api.v1.body import documented, parse
 from gateway.api.v1.headers import PinHeader, SessionHeader
 from gateway.api.v1.pipeline.admit import admit

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.api.v1.body import parse
 from gateway.api.v1.messages.translate import chat_request, counting_request
 from gateway.schemas.anthropic import CountTokensRequest, MessagesRequest, error_body

@@ -4,7 +4,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.api.v1.batches.multipart import parse_form
 
 

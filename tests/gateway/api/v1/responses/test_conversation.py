@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.api.errors import APIError
+from gateway.domain.errors import APIError
 from gateway.api.v1.responses.conversation import bounded, conversation
 from gateway.crud.responses import Stored
 from gateway.schemas.responses import ResponseCreateRequest

@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from gateway.audit import cli as audit
-from gateway.cli import admin, migrate, serve
-from gateway.routing import cli as routes
+from gateway.cli import admin, audit, migrate, routes, serve
 
 # Every module here has register(subparsers), which sets `handler` on its parser.
 # A new command is one more entry.

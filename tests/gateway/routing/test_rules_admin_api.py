@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from gateway.api.admin.routes import router as admin_routes
 from gateway.api.errors import install_error_handlers
-from gateway.routing import cli
+from gateway.cli import routes as cli
 from gateway.routing.router import Router
 from gateway.settings import Settings
 

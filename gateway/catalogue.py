@@ -28,7 +28,7 @@ class Price(_Strict):
     cached_input_per_million: float = Field(0.0, ge=0)
     # Batch API lines cost the interactive price times (1 - batch_discount).
     batch_discount: float = Field(0.5, ge=0, le=1)
-    # Monthly volume tiers (gateway.billing.tiers): ascending up_to, the last null, the first at the flat prices.
+    # Monthly volume tiers (gateway.domain.tiers): ascending up_to, the last null, the first at the flat prices.
     tiers: list[PriceTier] | None = None
 
     @model_validator(mode="after")

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, select
 
-from gateway.alerts.events import BUDGET_CROSSED, BUDGET_THRESHOLDS, AlertEvent
+from gateway.domain.alert_events import BUDGET_CROSSED, BUDGET_THRESHOLDS, AlertEvent
 from gateway.alerts.marks import mark_once
 from gateway.alerts.outbox import emit
 from gateway.domain.period import Month

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from gateway.alerts.events import CANARY_ROLLED_BACK, AlertEvent
+from gateway.domain.alert_events import CANARY_ROLLED_BACK, AlertEvent
 from gateway.alerts.outbox import emit
 from gateway.routing.store import AuditEntry
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
-from gateway.alerts.events import VERSION_UNHEALTHY, AlertEvent
+from gateway.domain.alert_events import VERSION_UNHEALTHY, AlertEvent
 from gateway.alerts.marks import mark_once, unmark
 from gateway.alerts.outbox import emit
 

@@ -7,7 +7,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 
-from gateway.alerts.events import AlertEvent
+from gateway.domain.alert_events import AlertEvent
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from gateway.alerts import canary
 from gateway.alerts.budget import check_budgets
 from gateway.alerts.config import AlertsConfig
-from gateway.alerts.events import LEDGER_SPOOLING, AlertEvent
+from gateway.domain.alert_events import LEDGER_SPOOLING, AlertEvent
 from gateway.alerts.guard import in_savepoint
 from gateway.alerts.monitor import Monitor
 from gateway.alerts.pending import PendingEvents

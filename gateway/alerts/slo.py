@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, case, func, select
 
-from gateway.alerts.events import SLO_ERROR_RATE, SLO_TTFT_P99, AlertEvent, subscribes
+from gateway.domain.alert_events import SLO_ERROR_RATE, SLO_TTFT_P99, AlertEvent, subscribes
 from gateway.alerts.marks import mark_once, unmark
 from gateway.alerts.outbox import emit
 from gateway.db.models.usage import Usage

@@ -14,7 +14,7 @@ import httpx
 
 from gateway.alerts.backoff import retry_delay_s
 from gateway.alerts.config import AlertsConfig
-from gateway.alerts.events import AlertEvent
+from gateway.domain.alert_events import AlertEvent
 from gateway.alerts.outbox import Claimed, Outcome, claim, emit, settle
 from gateway.alerts.pending import PendingEvents
 from gateway.alerts.sealing import SecretUnavailable, seal_stored, signing_secret

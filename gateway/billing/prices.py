@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from gateway.audit.auditor import Auditor
 from gateway.catalogue import Catalogue
-from gateway.billing.tiers import Tier, flat, tiers_from_json, tiers_to_json
+from gateway.domain.tiers import Tier, flat, tiers_from_json, tiers_to_json
 from gateway.crud.prices import list_prices, priced_models, set_price
 from gateway.db.database import Database
 from gateway.db.types import MONEY_QUANTUM, utcnow
@@ -38,7 +38,7 @@ class PricePoint:
     cached_input_per_million: Decimal
     cached_output_per_million: Decimal
     effective_from: datetime
-    # Monthly volume tiers (gateway.billing.tiers), the first at the flat prices above; () = flat.
+    # Monthly volume tiers (gateway.domain.tiers), the first at the flat prices above; () = flat.
     tiers: tuple[Tier, ...] = ()
 
     @property

@@ -1,5 +1,5 @@
 """Bill lines for models with volume tiers: the month's rows walked in ledger order, each split across the tiers
-its tokens fall in (gateway.billing.tiers) and costed at its price point's tier prices.
+its tokens fall in (gateway.domain.tiers) and costed at its price point's tier prices.
 
 A usage row's own `cost` is its flat (first-tier) cost, written when the row is inserted: only the bill knows
 where in the month's volume a row falls. Rows whose price point has no tiers keep that stored cost."""
@@ -12,7 +12,7 @@ from decimal import Decimal
 
 from gateway.domain.period import Month
 from gateway.billing.prices import PricePoint, point_at, request_cost
-from gateway.billing.tiers import split
+from gateway.domain.tiers import split
 from gateway.crud.usage import ModelTotals
 
 ZERO = Decimal(0)

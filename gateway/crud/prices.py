@@ -21,7 +21,7 @@ def set_price(session: Session, *, model: str, input_per_million: Decimal,
               cached_output_per_million: Decimal = Decimal(0), tiers: list[dict] | None = None,
               audit: AuditHook | None = None) -> Price:
     """Add a price from `effective_from`; the same (model, effective_from) is overwritten. `tiers`: the
-    monthly volume tiers as stored (gateway.billing.tiers.tiers_to_json), None for a flat price. `audit`
+    monthly volume tiers as stored (gateway.domain.tiers.tiers_to_json), None for a flat price. `audit`
     records it in the same transaction."""
     price = session.scalar(select(Price).where(Price.model == model,
                                                Price.effective_from == effective_from))

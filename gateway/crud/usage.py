@@ -27,7 +27,7 @@ class ModelTotals:
     completion_tokens: int
     cached_tokens: int
     cost: Decimal
-    tier: int = 1  # the model's volume tier (gateway.billing.tiers), 1-based
+    tier: int = 1  # the model's volume tier (gateway.domain.tiers), 1-based
 
 
 def insert_usage(connection: Connection, *, rows: list[dict[str, Any]]) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gateway.billing.tiers import Tier, check_tiers, flat
+from gateway.domain.tiers import Tier, check_tiers, flat
 from gateway.schemas.billing import Money
 
 INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1

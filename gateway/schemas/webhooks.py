@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from gateway.alerts.events import ALL, EVENT_TYPES
+from gateway.domain.alert_events import ALL, EVENT_TYPES
 
 
 def _encodable(text: str) -> bool:

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import ServicesDep, SessionDep
 from gateway.domain.errors import model_not_found
-from gateway.billing.tiers import tiers_to_json
+from gateway.domain.tiers import tiers_to_json
 from gateway.crud.prices import list_prices, price_in_effect, set_price
 from gateway.db.models.price import Price
 from gateway.db.types import utcnow

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
 
-from gateway.alerts.events import PING, AlertEvent
+from gateway.domain.alert_events import PING, AlertEvent
 from gateway.alerts.outbox import emit
 from gateway.alerts.targets import TargetPolicy, UnsafeTarget
 from gateway.alerts.webhooks import (create_webhook, get_webhook, list_deliveries, list_webhooks,

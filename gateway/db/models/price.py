@@ -23,7 +23,7 @@ class Price(Base):
     cached_output_per_million: Mapped[Decimal] = mapped_column(Money, default=Decimal(0))
     # Monthly volume tiers, [{"up_to": 100000000, "input_per_million": "0.2", "output_per_million": "0.8"}, ...,
     # {"up_to": null, ...}] (decimal strings), ascending; None = flat (one tier at the fields above). The first
-    # tier's prices are always the flat fields'. Applied when the bill is built (gateway.billing.tiers).
+    # tier's prices are always the flat fields'. Applied when the bill is built (gateway.domain.tiers).
     tiers: Mapped[list[dict] | None] = mapped_column(JSON)
     effective_from: Mapped[datetime] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

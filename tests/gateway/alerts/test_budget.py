@@ -8,7 +8,7 @@ import pytest
 
 from gateway.alerts import Alerts
 from gateway.alerts.budget import check_budgets
-from gateway.alerts.events import BUDGET_CROSSED
+from gateway.domain.alert_events import BUDGET_CROSSED
 from gateway.billing.ledger import Ledger, UsageRecord
 from gateway.billing.prices import PriceBook
 from gateway.crud.prices import set_price

@@ -4,7 +4,7 @@ import json
 from datetime import datetime, timedelta
 
 from gateway.alerts.config import AlertsConfig
-from gateway.alerts.events import SLO_ERROR_RATE, SLO_TTFT_P99, VERSION_UNHEALTHY
+from gateway.domain.alert_events import SLO_ERROR_RATE, SLO_TTFT_P99, VERSION_UNHEALTHY
 from gateway.alerts.monitor import Monitor
 from gateway.alerts.slo import p99
 from gateway.crud.usage import insert_usage
@@ -116,7 +116,7 @@ async def test_the_monitor_loop_waits_a_period_then_checks(database):
 async def test_settled_deliveries_past_retention_are_pruned_pending_ones_kept(database):
     from sqlalchemy import update
 
-    from gateway.alerts.events import AlertEvent
+    from gateway.domain.alert_events import AlertEvent
     from gateway.alerts.outbox import emit
     from gateway.db.models.webhook_delivery import WebhookDelivery
     add_webhook(database, "http://127.0.0.1:9/h", ["*"])

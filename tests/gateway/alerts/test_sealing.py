@@ -7,7 +7,7 @@ import logging
 from sqlalchemy import select
 
 from gateway.alerts import Alerts
-from gateway.alerts.events import BUDGET_CROSSED, AlertEvent
+from gateway.domain.alert_events import BUDGET_CROSSED, AlertEvent
 from gateway.alerts.outbox import emit
 from gateway.alerts.sealing import seal_stored
 from gateway.alerts.signing import verify

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from gateway.alerts.config import AlertsConfig
-from gateway.alerts.events import BUDGET_CROSSED, LEDGER_SPOOLING, AlertEvent
+from gateway.domain.alert_events import BUDGET_CROSSED, LEDGER_SPOOLING, AlertEvent
 from gateway.alerts.outbox import emit
 from gateway.alerts.pending import PendingEvents
 from gateway.alerts.signing import verify

@@ -5,7 +5,7 @@ from decimal import Decimal as D
 
 import pytest
 
-from gateway.billing.tiers import Slice, Tier, TierError, check_tiers, flat, split, tiers_from_json, tiers_to_json
+from gateway.domain.tiers import Slice, Tier, TierError, check_tiers, flat, split, tiers_from_json, tiers_to_json
 
 TWO = (Tier(100, D("2"), D("4")), Tier(None, D("1"), D("2")))
 THREE = (Tier(10, D("3"), D("3")), Tier(20, D("2"), D("2")), Tier(None, D("1"), D("1")))

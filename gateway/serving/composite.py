@@ -4,9 +4,12 @@ cache, routing and billing apply to both alike."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 from gateway.serving.base import GenerationChunk, GenerationRequest, ModelBackend, VersionInfo
-from gateway.upstreams.backend import UpstreamBackend
+
+if TYPE_CHECKING:  # upstreams build on serving.base; the composite only holds one
+    from gateway.upstreams.backend import UpstreamBackend
 
 
 class CompositeBackend:

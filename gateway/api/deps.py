@@ -1,46 +1,27 @@
-"""Dependencies shared by routes: the DB session, the calling tenant, the admin check.
+"""The API's credential checks: the calling tenant (a Bearer or x-api-key key) and the admin credential.
 
-Components come from `request.app.state.services` (built in gateway/services.py), which must
-have: database, prices, ledger, settings, catalogue, authenticator (KeyAuthenticator), admin_key.
+The services container and the DB session come from gateway.services.deps, which the console shares.
 """
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Request
-from sqlalchemy.orm import Session
 
 from gateway.domain.errors import APIError, database_unavailable, invalid_api_key
 from gateway.security.admin_key import admin_key_matches
 from gateway.security.auth_throttle import Attempt, Throttled, retry_after_header
 from gateway.security.authenticator import AuthUnavailable, InvalidKey
-from gateway.security.principal import Principal, key_allows_model
-
-__all__ = ["AdminDep", "AnyKeyTenantDep", "Principal", "ServicesDep", "SessionDep", "TenantDep", "authenticate",
-           "authenticate_any_key", "check_credential", "client_address", "key_allows_model", "require_admin"]
+from gateway.security.principal import Principal
+from gateway.services.deps import client_address
 
 T = TypeVar("T")
 
 NO_KEY = ("You didn't provide an API key. You need to provide your API key in an Authorization "
           "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")
-
-
-def get_services(request: Request) -> Any:
-    return request.app.state.services
-
-
-ServicesDep = Annotated[Any, Depends(get_services)]
-
-
-def get_session(services: ServicesDep) -> Iterator[Session]:
-    with services.database.session() as session:
-        yield session
-
-
-SessionDep = Annotated[Session, Depends(get_session)]
 
 
 def bearer_token(request: Request) -> str:
@@ -50,12 +31,6 @@ def bearer_token(request: Request) -> str:
     if scheme.lower() != "bearer" or not token:
         raise invalid_api_key(NO_KEY)
     return token
-
-
-def client_address(request: Request) -> str:
-    """The address the server trusts: uvicorn's, which follows X-Forwarded-For only from the proxies in
-    TOLLGATE_FORWARDED_ALLOW_IPS."""
-    return request.client.host if request.client else "unknown"
 
 
 def too_many_failures(retry_after_s: float) -> APIError:

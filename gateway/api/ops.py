@@ -14,7 +14,7 @@ from gateway.api.deps import bearer_token, check_credential
 from gateway.domain.errors import invalid_api_key
 from gateway.security.authenticator import InvalidKey
 from gateway.security.secret_file import secret_matches
-from gateway.services import AppServices
+from gateway.services.deps import ServicesDep
 
 router = APIRouter(tags=["ops"])
 log = logging.getLogger("tollgate.ops")
@@ -41,7 +41,7 @@ MetricsReaderDep = Annotated[None, Depends(require_metrics_reader)]
 
 
 @router.get("/metrics")
-async def metrics(_: MetricsReaderDep, services: AppServices) -> Response:
+async def metrics(_: MetricsReaderDep, services: ServicesDep) -> Response:
     """Prometheus exposition of this process's metrics."""
     return Response(services.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
@@ -53,7 +53,7 @@ async def healthz() -> dict:
 
 
 @router.get("/readyz")
-async def readyz(services: AppServices) -> JSONResponse:
+async def readyz(services: ServicesDep) -> JSONResponse:
     """Ready when a version can serve, the gateway accepts work, and usage can be recorded somewhere.
 
     The database is reported, not required: through an outage known keys still authenticate (grace period)
@@ -70,7 +70,7 @@ async def readyz(services: AppServices) -> JSONResponse:
 
 
 @router.get("/health")
-async def health(services: AppServices) -> Response:
+async def health(services: ServicesDep) -> Response:
     """200 when ready to serve, as vLLM's and TGI's servers answer it (load tools probe this path)."""
     ready = await readyz(services)
     return Response(status_code=ready.status_code)

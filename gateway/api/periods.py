@@ -8,16 +8,7 @@ from fastapi import Depends, Query
 
 from gateway.domain.errors import invalid_request
 from gateway.domain.period import Month, Period
-from gateway.db.types import utcnow
-
-
-def parse_month(text: str | None) -> Month:
-    if text is None:
-        return Month.containing(utcnow())
-    try:
-        return Month.parse(text)
-    except ValueError as e:
-        raise invalid_request(str(e), param="month") from e
+from gateway.services.periods import parse_month
 
 
 def month_query(month: Annotated[str | None, Query(description="YYYY-MM (UTC); default: this month")] = None

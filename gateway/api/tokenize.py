@@ -11,7 +11,7 @@ from gateway.api.v1.body import documented, parse
 from gateway.api.v1.pipeline.admit import reserve_tokens, route
 from gateway.api.v1.pipeline.job import Job
 from gateway.schemas.openai import ChatMessage
-from gateway.services import AppServices
+from gateway.services.deps import ServicesDep
 
 router = APIRouter(tags=["v1"])
 
@@ -43,7 +43,7 @@ async def _admitted(request: Request, services, principal, job: Job):
 
 
 @router.post("/tokenize", openapi_extra=documented(TokenizeRequest))
-async def tokenize(request: Request, principal: TenantDep, services: AppServices) -> dict:
+async def tokenize(request: Request, principal: TenantDep, services: ServicesDep) -> dict:
     """Token ids of a prompt, or of chat messages through the model's template."""
     body = parse(TokenizeRequest, await request.body())
     if (body.prompt is None) == (body.messages is None):
@@ -59,7 +59,7 @@ async def tokenize(request: Request, principal: TenantDep, services: AppServices
 
 
 @router.post("/detokenize", openapi_extra=documented(DetokenizeRequest))
-async def detokenize(request: Request, principal: TenantDep, services: AppServices) -> dict:
+async def detokenize(request: Request, principal: TenantDep, services: ServicesDep) -> dict:
     """The text of token ids."""
     body = parse(DetokenizeRequest, await request.body())
     chosen = await _admitted(request, services, principal, _job(body.model, "", None))

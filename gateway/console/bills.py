@@ -6,9 +6,9 @@ from decimal import Decimal
 from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 
-from gateway.api.deps import ServicesDep, SessionDep
+from gateway.services.deps import ServicesDep, SessionDep
 from gateway.domain.errors import APIError
-from gateway.api.periods import parse_month
+from gateway.services.periods import parse_month
 from gateway.billing.bills import all_bills, usage_csv
 from gateway.console.forms import in_words, page_of
 from gateway.console.render import error_page, render

@@ -6,9 +6,9 @@ from datetime import timedelta
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from gateway.api.admin.cache import invalidate
-from gateway.api.admin.tenants import tenant_or_404
-from gateway.api.deps import ServicesDep
+from gateway.services.cache import invalidate
+from gateway.services.tenants import tenant_or_404
+from gateway.services.deps import ServicesDep
 from gateway.domain.errors import APIError
 from gateway.console.forms import in_words, page_of
 from gateway.console.render import error_page, render

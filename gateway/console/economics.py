@@ -7,9 +7,9 @@ from decimal import Decimal
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from gateway.api.deps import ServicesDep, SessionDep
+from gateway.services.deps import ServicesDep, SessionDep
 from gateway.domain.errors import APIError
-from gateway.api.periods import parse_month
+from gateway.services.periods import parse_month
 from gateway.console.forms import in_words
 from gateway.console.render import error_page, render
 from gateway.console.viewer import AdminViewerDep

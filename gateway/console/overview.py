@@ -7,7 +7,7 @@ from decimal import Decimal
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from gateway.api.deps import ServicesDep, SessionDep
+from gateway.services.deps import ServicesDep, SessionDep
 from gateway.domain.period import Month
 from gateway.console.render import render
 from gateway.console.series import DAY_S, WINDOWS, columns, headline

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from gateway.api.deps import SessionDep
+from gateway.services.deps import SessionDep
 from gateway.console.forms import page_of
 from gateway.console.render import render
 from gateway.console.state import console_state

@@ -4,7 +4,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from gateway.api.admin.routes import RouterDep, apply_change
+from gateway.services.deps import RouterDep
+from gateway.services.routes import apply_change
 from gateway.domain.errors import APIError
 from gateway.console.forms import in_words, page_of
 from gateway.console.render import render

@@ -9,7 +9,7 @@ from contextlib import AbstractAsyncContextManager
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from gateway.api.deps import client_address
+from gateway.services.deps import client_address
 from gateway.audit.auditor import Auditor
 from gateway.audit.record import Target
 from gateway.console.config import COOKIE, LOGIN_COOKIE

@@ -5,11 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
 
-from gateway.api.admin.keys import issue_key, revoke_by_id
-from gateway.api.admin.tenants import tenant_or_404
-from gateway.api.deps import ServicesDep, SessionDep
+from gateway.services.keys import issue_key, revoke_by_id
+from gateway.services.tenants import tenant_or_404
+from gateway.services.deps import ServicesDep, SessionDep
 from gateway.domain.errors import APIError
-from gateway.api.periods import parse_month
+from gateway.services.periods import parse_month
 from gateway.billing.bills import tenant_bill, usage_csv
 from gateway.console import tenants as tenants_page
 from gateway.console.forms import FormError, in_words, parse

@@ -4,8 +4,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from gateway.api.admin.tenants import add_tenant, change_tenant, tenant_or_404
-from gateway.api.deps import ServicesDep, SessionDep
+from gateway.services.tenants import add_tenant, change_tenant, tenant_or_404
+from gateway.services.deps import ServicesDep, SessionDep
 from gateway.domain.errors import APIError
 from gateway.billing.bills import all_bills
 from gateway.domain.period import Month

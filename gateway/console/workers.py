@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from prometheus_client import REGISTRY
 
-from gateway.api.deps import ServicesDep
+from gateway.services.deps import ServicesDep
 from gateway.console.render import render
 from gateway.console.state import console_state
 from gateway.console.viewer import AdminViewerDep

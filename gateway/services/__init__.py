@@ -1,6 +1,7 @@
 """The gateway's components, built once per process and torn down in reverse order.
 
-Routes reach them through `request.app.state.services` (ServicesDep)."""
+Routes and console pages reach them through `ServicesDep` (gateway.services.deps); the operations both
+call live beside this module (keys, tenants, cache, routes)."""
 from __future__ import annotations
 
 import asyncio
@@ -9,9 +10,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Annotated
-
-from fastapi import Depends, Request
+from typing import TYPE_CHECKING
 
 from gateway.alerts import Alerts, AlertsConfig
 from gateway.batch.uploads import UploadSlots
@@ -51,6 +50,12 @@ from gateway.security.secret_box import SecretBox
 from gateway.upstreams.backend import UpstreamBackend
 from gateway.upstreams.live import LiveUpstreams
 from gateway.settings import Settings
+
+if TYPE_CHECKING:  # loaded at start-up only when used (torch, onnxruntime)
+    from gateway.cache import SemanticCache
+    from gateway.embedding.embedder import Embedder
+    from gateway.embedding.recent import RecentEmbeddings
+    from gateway.routing.classifier import TaskClassifier
 
 log = logging.getLogger("tollgate.services")
 
@@ -112,9 +117,9 @@ class Services:
     router: Router
     metrics: Metrics
     salter: CacheSalter
-    embedder: object | None = None  # gateway.embedding.embedder.Embedder, for /v1/embeddings and the cache
-    cache: object | None = None  # gateway.cache.SemanticCache when settings.cache_enabled
-    classifier: object | None = None  # gateway.routing.classifier.TaskClassifier when the catalogue names one
+    embedder: Embedder | RecentEmbeddings | None = None  # for /v1/embeddings, the cache and the classifier
+    cache: SemanticCache | None = None  # when settings.cache_enabled
+    classifier: TaskClassifier | None = None  # when the catalogue names one
     metrics_token: str = ""  # Bearer credential for /metrics (the admin key works too); "" admits no token
     events: EventBus = field(default_factory=LocalEventBus)  # changes to and from the other replicas
     auth_throttle: AuthThrottle = field(default_factory=AuthThrottle)  # bad keys per client address
@@ -138,7 +143,7 @@ class Services:
 
     @classmethod
     def build(cls, settings: Settings, *, backend: ModelBackend | None = None,
-              embedder: object | None = None) -> "Services":
+              embedder: Embedder | None = None) -> Services:
         catalogue = load_catalogue(settings.catalogue)
         database = Database(settings.resolved_database_url)
         prices = PriceBook(database, batch_discounts=batch_discounts(catalogue))
@@ -344,10 +349,3 @@ def _month_usage(database: Database):
         return await asyncio.to_thread(query)
     return usage
 
-
-async def app_services(request: Request) -> Services:
-    # async on purpose: FastAPI runs a plain `def` dependency in a worker thread, a hop per request.
-    return request.app.state.services
-
-
-AppServices = Annotated[Services, Depends(app_services)]

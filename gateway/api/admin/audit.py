@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from gateway.api.deps import SessionDep
+from gateway.services.deps import SessionDep
 from gateway.domain.errors import invalid_request
 from gateway.audit.query import MAX_LIMIT, AuditQuery, list_records
 

@@ -1,19 +1,16 @@
 """Admin: a tenant's semantic cache: statistics and invalidation."""
 from __future__ import annotations
 
-import asyncio
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Request
 
-from gateway.api.admin.announce import announce
 from gateway.api.admin.auditing import AuditorDep
-from gateway.api.deps import AdminDep, ServicesDep
-from gateway.domain.errors import not_found
-from gateway.audit.auditor import Auditor
-from gateway.audit.record import Target
+from gateway.api.deps import AdminDep
 from gateway.cache.semantic_cache import SemanticCache
-from gateway.events.events import CacheInvalidated
+from gateway.domain.errors import not_found
+from gateway.services.cache import invalidate
+from gateway.services.deps import ServicesDep
 
 router = APIRouter(prefix="/admin/tenants", tags=["admin"])
 
@@ -37,25 +34,6 @@ async def cache_stats(tenant_id: str, cache: CacheDep, _: AdminDep) -> dict:
     s = cache.stats(tenant_id)
     return {"tenant_id": s.tenant_id, "entries": s.entries, "namespaces": s.namespaces, "hits": s.hits,
             "misses": s.misses, "bypasses": s.bypasses, "rejected_by_guard": s.rejected_by_guard}
-
-
-async def _record(auditor: Auditor, services: Any, tenant_id: str, entry_id: str | None, deleted: int) -> None:
-    """The cache keeps entries in memory and its own table, outside any transaction of the audit log's:
-    the invalidation is applied first, then recorded in a transaction of its own. If that write fails the
-    request fails (a retry is harmless) though the entries are already gone."""
-    target = Target("cache", tenant_id if entry_id is None else f"{tenant_id}/{entry_id}")
-    await asyncio.to_thread(auditor.record_alone, services.database, "cache.invalidate", target,
-                            after={"tenant_id": tenant_id, "entry_id": entry_id, "deleted_here": deleted})
-
-
-async def invalidate(cache: SemanticCache, auditor: Auditor, services: Any, tenant_id: str,
-                     entry_id: str | None = None) -> int:
-    """Drop a tenant's answers (or one), tell every replica, audit; how many this replica dropped. The admin
-    API and the console both call it."""
-    deleted = await cache.invalidate(tenant_id, entry_id)
-    announce(services, CacheInvalidated(tenant_id, entry_id))
-    await _record(auditor, services, tenant_id, entry_id, deleted)  # told to every replica, found here or not
-    return deleted
 
 
 @router.delete("/{tenant_id}/cache")

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
 
 from gateway.api.admin.auditing import AuditorDep
-from gateway.api.deps import ServicesDep, SessionDep
+from gateway.services.deps import ServicesDep, SessionDep
 from gateway.domain.errors import invalid_request, not_found
 from gateway.api.periods import MonthDep
 from gateway.domain.period import Month

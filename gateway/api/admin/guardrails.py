@@ -6,8 +6,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body
 
 from gateway.api.admin.auditing import AuditorDep
-from gateway.api.admin.tenants import tenant_or_404
-from gateway.api.deps import ServicesDep, SessionDep
+from gateway.services.tenants import tenant_or_404
+from gateway.services.deps import ServicesDep, SessionDep
 from gateway.domain.errors import invalid_request
 from gateway.audit.record import Target
 from gateway.crud.guardrails import get_rules, set_rules

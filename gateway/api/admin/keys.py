@@ -1,56 +1,16 @@
 """Admin: API keys. The secret is in the create response only."""
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
-from sqlalchemy.orm import Session
 
-from gateway.api.admin.announce import announce
 from gateway.api.admin.auditing import AuditorDep
-from gateway.api.admin.tenants import tenant_or_404
-from gateway.api.deps import ServicesDep, SessionDep
-from gateway.audit.auditor import Auditor
-from gateway.domain.errors import invalid_request, not_found
-from gateway.catalogue import Catalogue
-from gateway.crud.keys import create_key, get_key, list_keys, revoke_key
-from gateway.db.models.api_key import ApiKey
-from gateway.db.types import utcnow
-from gateway.events.events import KeyRevoked
+from gateway.crud.keys import list_keys
 from gateway.schemas.admin import KeyCreate, KeyCreated, KeyList, KeyOut
+from gateway.services.deps import ServicesDep, SessionDep
+from gateway.services.keys import issue_key, revoke_by_id
+from gateway.services.tenants import tenant_or_404
 
 router = APIRouter()
-
-
-def servable_names(catalogue: Catalogue) -> set[str]:
-    """Every name a request may use as `model`."""
-    return {*catalogue.models, *catalogue.embeddings, *catalogue.aliases, *catalogue.version_names()}
-
-
-def issue_key(session: Session, services: Any, auditor: Auditor, tenant_id: str, body: KeyCreate) -> KeyCreated:
-    """Check, create and audit a key; the admin API and the console both call it."""
-    tenant_or_404(session, tenant_id)
-    if body.models is not None:
-        unknown = sorted(set(body.models) - servable_names(services.catalogue))
-        if unknown:
-            raise invalid_request(f"unknown models: {', '.join(unknown)}", param="models")
-    if body.expires_at is not None and body.expires_at <= utcnow():  # in UTC (KeyCreate)
-        raise invalid_request("expires_at is in the past", param="expires_at")
-    key, secret = create_key(session, tenant_id=tenant_id, models=body.models, expires_at=body.expires_at,
-                             rpm=body.rpm, tpm=body.tpm, max_output_tokens=body.max_output_tokens,
-                             default_max_tokens=body.default_max_tokens, audit=auditor.on_write("key.create"))
-    return KeyCreated.model_validate({**KeyOut.model_validate(key).model_dump(), "key": secret})
-
-
-def revoke_by_id(session: Session, services: Any, auditor: Auditor, key_id: str) -> ApiKey:
-    """Revoke (idempotent), audit and tell every replica; the admin API and the console both call it."""
-    key = get_key(session, key_id=key_id)
-    if key is None:
-        raise not_found(f"No API key with id {key_id!r}.")
-    key = revoke_key(session, key=key, audit=auditor.on_write("key.revoke", before=key))
-    services.authenticator.invalidate_key(key_id)
-    announce(services, KeyRevoked(key_id))
-    return key
 
 
 @router.post("/tenants/{tenant_id}/keys", status_code=201, response_model=KeyCreated)

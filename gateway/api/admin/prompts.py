@@ -10,7 +10,7 @@ from fastapi.params import Path
 from sqlalchemy.orm import Session
 
 from gateway.api.admin.auditing import AuditorDep
-from gateway.api.deps import SessionDep
+from gateway.services.deps import SessionDep
 from gateway.domain.errors import APIError, invalid_request
 from gateway.api.v1.body import parse
 from gateway.audit.auditor import Auditor

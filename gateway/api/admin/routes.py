@@ -3,24 +3,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict
 
 from gateway.api.admin.auditing import AuditorDep
 from gateway.api.deps import AdminDep
-from gateway.domain.errors import APIError, invalid_request, not_found
-from gateway.routing.errors import RoutingError, UnknownModel
 from gateway.routing.router import Router
+from gateway.services.deps import RouterDep
+from gateway.services.routes import apply_change
 
 router = APIRouter(prefix="/admin/routes", tags=["admin"])
-
-
-def get_router(request: Request) -> Router:
-    """The app's Router (`app.state.router`, set where the app is built)."""
-    return request.app.state.router
-
-
-RouterDep = Annotated[Router, Depends(get_router)]
 
 
 class RouteUpdate(BaseModel):
@@ -40,20 +32,6 @@ class RulesUpdate(BaseModel):
 class Promotion(BaseModel):
     model_config = ConfigDict(extra="forbid")
     version: str
-
-
-def _api_error(e: RoutingError) -> APIError:
-    if isinstance(e, UnknownModel):
-        return not_found(f"No route for `{e.model}`.")
-    return invalid_request(str(e), param=e.param, code="invalid_route")
-
-
-def apply_change(change, *args, **kwargs) -> dict:
-    """Run a Router change, its RoutingError as the API's error; the admin API and the console both call it."""
-    try:
-        return change(*args, **kwargs)
-    except RoutingError as e:
-        raise _api_error(e) from e
 
 
 @router.get("")

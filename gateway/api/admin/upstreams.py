@@ -11,7 +11,8 @@ from gateway.api.deps import AdminDep
 from gateway.domain.errors import not_found
 from gateway.events.events import UpstreamChanged
 from gateway.schemas.upstreams import UpstreamUpdate, UpstreamView
-from gateway.services import AppServices, Services
+from gateway.services import Services
+from gateway.services.deps import ServicesDep
 
 router = APIRouter(prefix="/upstreams", tags=["admin"])
 
@@ -28,13 +29,13 @@ def _views(services: Services) -> list[UpstreamView]:
 
 
 @router.get("")
-def list_upstreams(_: AdminDep, services: AppServices) -> dict:
+def list_upstreams(_: AdminDep, services: ServicesDep) -> dict:
     """Every catalogue upstream with its live state."""
     return {"object": "list", "data": [v.model_dump() for v in _views(services)]}
 
 
 @router.put("/{name}")
-async def update_upstream(name: str, body: UpstreamUpdate, auditor: AuditorDep, services: AppServices) -> UpstreamView:
+async def update_upstream(name: str, body: UpstreamUpdate, auditor: AuditorDep, services: ServicesDep) -> UpstreamView:
     """Override the catalogue's base_url, api_key or timeout_s on every replica; resets health and circuit."""
     live = services.upstreams
     if live is None or name not in live.names():

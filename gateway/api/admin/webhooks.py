@@ -11,7 +11,7 @@ from gateway.alerts.targets import TargetPolicy, UnsafeTarget
 from gateway.alerts.webhooks import (create_webhook, get_webhook, list_deliveries, list_webhooks,
                                      public_view)
 from gateway.api.admin.auditing import AuditorDep
-from gateway.api.deps import ServicesDep, SessionDep
+from gateway.services.deps import ServicesDep, SessionDep
 from gateway.domain.errors import invalid_request, not_found
 from gateway.audit.chain import jsonable
 from gateway.audit.record import Target

@@ -20,7 +20,8 @@ from gateway.api.v1.pipeline.run import Run
 from gateway.api.v1.prompted import with_prompt
 from gateway.cache import CacheLookup
 from gateway.serving.base import CompletionDelta
-from gateway.services import AppServices, Services
+from gateway.services import Services
+from gateway.services.deps import ServicesDep
 from gateway.schemas.openai import (AssistantMessage, ChatChoice, ChatCompletion, ChatCompletionChunk,
                                     ChatCompletionRequest, ChunkChoice, Delta, ToolCall, ToolCallDelta, Usage)
 
@@ -74,7 +75,7 @@ class ChatFormat:
 
 
 @router.post("/chat/completions", openapi_extra=documented(ChatCompletionRequest))
-async def chat_completions(principal: TenantDep, body: ChatBody, services: AppServices, request: Request,
+async def chat_completions(principal: TenantDep, body: ChatBody, services: ServicesDep, request: Request,
                            pin: PinHeader = None, session: SessionHeader = None):
     """Create a chat completion, whole or streamed as SSE; replayed from the semantic cache on a hit."""
     request_id, prompt_version = request.state.request_id, None

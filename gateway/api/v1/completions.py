@@ -15,7 +15,8 @@ from gateway.api.v1.logprobs import completion_logprobs
 from gateway.api.v1.pipeline.choices import Choice
 from gateway.api.v1.pipeline.respond import respond, response_id
 from gateway.api.v1.pipeline.run import Run
-from gateway.services import AppServices, Services
+from gateway.services import Services
+from gateway.services.deps import ServicesDep
 from gateway.schemas.openai import Completion, CompletionChoice, CompletionRequest, Usage
 from gateway.serving.base import CompletionDelta
 
@@ -55,7 +56,7 @@ class CompletionFormat:
 
 
 @router.post("/completions", openapi_extra=documented(CompletionRequest))
-async def completions(principal: TenantDep, body: CompletionBody, services: AppServices, request: Request,
+async def completions(principal: TenantDep, body: CompletionBody, services: ServicesDep, request: Request,
                       pin: PinHeader = None, session: SessionHeader = None):
     """Create a text completion, whole or streamed as server-sent events."""
     return await answer_completion(services, principal, Job.from_completion(body), request.state.request_id,

@@ -9,7 +9,8 @@ import time
 import numpy
 from fastapi import APIRouter, Request, Response
 
-from gateway.api.deps import TenantDep, key_allows_model
+from gateway.api.deps import TenantDep
+from gateway.security.principal import key_allows_model
 from gateway.domain.errors import invalid_request, model_not_found, no_capacity, permission_denied
 from gateway.api.v1.body import EmbeddingBody, documented
 from gateway.api.v1.pipeline.admit import reserve_tokens
@@ -20,7 +21,8 @@ from gateway.api.v1.pipeline.respond import status_of
 from gateway.api.v1.pipeline.run import Run
 from gateway.schemas.openai import Embedding, EmbeddingList, EmbeddingRequest, Usage
 from gateway.serving.base import UpstreamRefused
-from gateway.services import AppServices, Services
+from gateway.services import Services
+from gateway.services.deps import ServicesDep
 from gateway.upstreams.tokens import TokenCounter
 
 router = APIRouter()
@@ -30,7 +32,7 @@ _MARKERS_PER_TEXT = 2
 
 
 @router.post("/embeddings", openapi_extra=documented(EmbeddingRequest))
-async def create_embeddings(principal: TenantDep, body: EmbeddingBody, services: AppServices,
+async def create_embeddings(principal: TenantDep, body: EmbeddingBody, services: ServicesDep,
                             request: Request, response: Response) -> EmbeddingList:
     """Embed one text or a list of texts."""
     answer, headers = await embed(services, principal, body, request.state.request_id)

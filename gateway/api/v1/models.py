@@ -3,16 +3,17 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from gateway.api.deps import TenantDep, key_allows_model
+from gateway.api.deps import TenantDep
+from gateway.security.principal import key_allows_model
 from gateway.domain.errors import model_not_found
-from gateway.services import AppServices
+from gateway.services.deps import ServicesDep
 from gateway.schemas.openai import ModelCard, ModelList
 
 router = APIRouter()
 
 
 @router.get("/models")
-async def list_models(principal: TenantDep, services: AppServices) -> ModelList:
+async def list_models(principal: TenantDep, services: ServicesDep) -> ModelList:
     """The aliases, models and embedding models this API key may call."""
     names = [*services.router.names(), *services.catalogue.embeddings]
     created = int(services.started_at)
@@ -20,7 +21,7 @@ async def list_models(principal: TenantDep, services: AppServices) -> ModelList:
 
 
 @router.get("/models/{model:path}")
-async def retrieve_model(model: str, principal: TenantDep, services: AppServices) -> ModelCard:
+async def retrieve_model(model: str, principal: TenantDep, services: ServicesDep) -> ModelCard:
     """One model this API key may call; 404 model_not_found otherwise (as for a model that does not exist)."""
     names = {*services.router.names(), *services.catalogue.embeddings}
     if model not in names or not key_allows_model(principal, model):

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from gateway.api.deps import ServicesDep, SessionDep, TenantDep
+from gateway.api.deps import TenantDep
+
+from gateway.services.deps import ServicesDep, SessionDep
 from gateway.api.periods import PeriodDep
 from gateway.billing.bills import bill_lines, period_totals
 from gateway.schemas.billing import UsageReport

@@ -21,7 +21,7 @@ from gateway.batch.uploads import TooManyUploads
 from gateway.crud import batch_files
 from gateway.db.types import utcnow
 from gateway.schemas.batch import FileDeleted, FileList, FileObject
-from gateway.services import AppServices
+from gateway.services.deps import ServicesDep
 
 router = APIRouter()
 
@@ -49,7 +49,7 @@ async def count_request(services, principal) -> None:
 
 
 @router.post("/files", response_model=FileObject)
-async def upload_file(principal: TenantDep, services: AppServices, request: Request) -> FileObject:
+async def upload_file(principal: TenantDep, services: ServicesDep, request: Request) -> FileObject:
     """Upload a JSONL file of batch requests (counted against your RPM; a few at a time per tenant)."""
     await count_request(services, principal)
     try:
@@ -101,7 +101,7 @@ def _filename(name: str | None) -> str:
 
 
 @router.get("/files", response_model=FileList)
-async def list_files(principal: TenantDep, services: AppServices, purpose: str | None = None,
+async def list_files(principal: TenantDep, services: ServicesDep, purpose: str | None = None,
                      limit: Annotated[int, Query(ge=1, le=10_000)] = 10_000, after: str | None = None) -> FileList:
     """Your files, newest first."""
     rows = await BatchStore(services.database).run(batch_files.list_files, tenant_id=principal.tenant_id,
@@ -122,13 +122,13 @@ async def _file(services, principal, file_id: str):
 
 
 @router.get("/files/{file_id}", response_model=FileObject)
-async def retrieve_file(file_id: str, principal: TenantDep, services: AppServices) -> FileObject:
+async def retrieve_file(file_id: str, principal: TenantDep, services: ServicesDep) -> FileObject:
     """One of your files."""
     return file_object(await _file(services, principal, file_id))
 
 
 @router.get("/files/{file_id}/content")
-async def file_content(file_id: str, principal: TenantDep, services: AppServices) -> Response:
+async def file_content(file_id: str, principal: TenantDep, services: ServicesDep) -> Response:
     """A file's bytes, as uploaded or as the batch wrote them."""
     content = None
     if FILE_ID.fullmatch(file_id):
@@ -140,7 +140,7 @@ async def file_content(file_id: str, principal: TenantDep, services: AppServices
 
 
 @router.delete("/files/{file_id}", response_model=FileDeleted)
-async def delete_file(file_id: str, principal: TenantDep, services: AppServices) -> FileDeleted:
+async def delete_file(file_id: str, principal: TenantDep, services: ServicesDep) -> FileDeleted:
     """Delete one of your files."""
     await _file(services, principal, file_id)
     await BatchStore(services.database).run(batch_files.delete_file, tenant_id=principal.tenant_id, file_id=file_id)

@@ -21,7 +21,7 @@ from gateway.crud import batch_files, batches
 from gateway.db.models.batch import Batch
 from gateway.db.types import utcnow
 from gateway.schemas.batch import BatchCreateRequest, BatchList, BatchObject
-from gateway.services import AppServices
+from gateway.services.deps import ServicesDep
 
 router = APIRouter()
 
@@ -37,7 +37,7 @@ def _poke(request: Request) -> None:
 
 
 @router.post("/batches", response_model=BatchObject, openapi_extra=documented(BatchCreateRequest))
-async def create_batch(principal: TenantDep, services: AppServices, request: Request) -> BatchObject:
+async def create_batch(principal: TenantDep, services: ServicesDep, request: Request) -> BatchObject:
     """Create a batch from an uploaded JSONL file; it runs in the background (counted against your RPM)."""
     await count_request(services, principal)
     body = parse(BatchCreateRequest, await request.body())
@@ -78,13 +78,13 @@ async def _batch(services, principal, batch_id: str) -> Batch:
 
 
 @router.get("/batches/{batch_id}", response_model=BatchObject)
-async def retrieve_batch(batch_id: str, principal: TenantDep, services: AppServices) -> BatchObject:
+async def retrieve_batch(batch_id: str, principal: TenantDep, services: ServicesDep) -> BatchObject:
     """One of your batches, with its progress."""
     return batch_object(await _batch(services, principal, batch_id))
 
 
 @router.get("/batches", response_model=BatchList)
-async def list_batches(principal: TenantDep, services: AppServices, after: str | None = None,
+async def list_batches(principal: TenantDep, services: ServicesDep, after: str | None = None,
                        limit: Annotated[int, Query(ge=1, le=100)] = 20) -> BatchList:
     """Your batches, newest first."""
     rows = await BatchStore(services.database).run(batches.list_batches, tenant_id=principal.tenant_id,
@@ -95,7 +95,7 @@ async def list_batches(principal: TenantDep, services: AppServices, after: str |
 
 
 @router.post("/batches/{batch_id}/cancel", response_model=BatchObject)
-async def cancel_batch(batch_id: str, principal: TenantDep, services: AppServices, request: Request) -> BatchObject:
+async def cancel_batch(batch_id: str, principal: TenantDep, services: ServicesDep, request: Request) -> BatchObject:
     """Cancel a batch: no new lines start; what is done goes to its output file."""
     await _batch(services, principal, batch_id)
     row = await BatchStore(services.database).run(batches.request_cancel, tenant_id=principal.tenant_id,

@@ -28,7 +28,7 @@ from gateway.api.v1.pipeline.respond import headers, respond, status_of
 from gateway.api.v1.pipeline.run import Run
 from gateway.cache import CacheLookup
 from gateway.schemas.anthropic import CountTokensRequest, Message, MessagesRequest, TokenCount
-from gateway.services import AppServices
+from gateway.services.deps import ServicesDep
 
 ENDPOINT = "/v1/messages"
 
@@ -47,7 +47,7 @@ async def _count_body(request: Request) -> CountTokensRequest:
 
 @router.post("/messages", openapi_extra=documented(MessagesRequest),
              responses={200: {"model": Message, "description": "The message, or its events as SSE"}})
-async def create_message(principal: AnyKeyTenantDep, services: AppServices, request: Request,
+async def create_message(principal: AnyKeyTenantDep, services: ServicesDep, request: Request,
                          body: Annotated[MessagesRequest, Depends(_message_body)],
                          version: VersionHeader = None, pin: PinHeader = None, session: SessionHeader = None):
     """Create a message (Anthropic's Messages API), whole or streamed as its events."""
@@ -84,7 +84,7 @@ async def _replay(run: Run, lookup: CacheLookup):
 
 @router.post("/messages/count_tokens", openapi_extra=documented(CountTokensRequest),
              responses={200: {"model": TokenCount}})
-async def count_message_tokens(principal: AnyKeyTenantDep, services: AppServices, request: Request,
+async def count_message_tokens(principal: AnyKeyTenantDep, services: ServicesDep, request: Request,
                                body: Annotated[CountTokensRequest, Depends(_count_body)],
                                version: VersionHeader = None) -> JSONResponse:
     """The prompt's tokens as the model reads it: its chat template, the system prompt and the tools included.

@@ -21,7 +21,8 @@ from gateway.api.v1.responses.stream import responses_sse
 from gateway.crud.responses import Stored
 from gateway.schemas.responses import DeletedResponse, ResponseCreateRequest, ResponseObject, echo
 from gateway.security.principal import Principal
-from gateway.services import AppServices, Services
+from gateway.services import Services
+from gateway.services.deps import ServicesDep
 
 router = APIRouter()
 
@@ -53,7 +54,7 @@ async def _previous(store: ResponseStore, response_id: str | None) -> Stored | N
 
 
 @router.post("/responses", openapi_extra=documented(ResponseCreateRequest))
-async def create_response(principal: TenantDep, body: CreateBody, services: AppServices, request: Request,
+async def create_response(principal: TenantDep, body: CreateBody, services: ServicesDep, request: Request,
                           pin: PinHeader = None, session: SessionHeader = None):
     """Create a model response, whole or streamed as the Responses API's events; kept unless store is false."""
     store = _store(services, principal)
@@ -77,7 +78,7 @@ async def create_response(principal: TenantDep, body: CreateBody, services: AppS
 
 
 @router.get("/responses/{response_id}", responses={200: {"model": ResponseObject}})
-async def retrieve_response(response_id: str, principal: TenantDep, services: AppServices,
+async def retrieve_response(response_id: str, principal: TenantDep, services: ServicesDep,
                             stream: bool = False) -> JSONResponse:
     """A stored response of yours, as it was returned."""
     if stream:
@@ -90,7 +91,7 @@ async def retrieve_response(response_id: str, principal: TenantDep, services: Ap
 
 
 @router.delete("/responses/{response_id}", response_model=DeletedResponse)
-async def delete_stored_response(response_id: str, principal: TenantDep, services: AppServices) -> DeletedResponse:
+async def delete_stored_response(response_id: str, principal: TenantDep, services: ServicesDep) -> DeletedResponse:
     """Delete a stored response of yours."""
     if not await _store(services, principal).delete(response_id):
         raise _not_found(response_id)

@@ -1,12 +1,11 @@
 """An admin change, told to the other gateway replicas (gateway.events)."""
 from __future__ import annotations
 
-from typing import Any
-
 from gateway.events.events import Event
+from gateway.services import Services
 
 
-def announce(services: Any, event: Event) -> None:
+def announce(services: Services, event: Event) -> None:
     """Publish after the change is committed and applied here; never fails the request. A services
     container without a bus (a test app holding only what its routes read) tells no one."""
     bus = getattr(services, "events", None)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workers.spec_decode.config import SpeculativeConfig
+from workers.speculative_config import SpeculativeConfig
 
 _DTYPES = ("float32", "bfloat16", "float16")
 _DEVICES = ("cpu", "cuda")
@@ -74,7 +74,7 @@ class EngineConfig:
     # request waits this long for its grammar before it is refused as too costly.
     grammar_compile_threads: int = 2
     grammar_compile_timeout_s: float = 5.0
-    # Speculative decoding (workers/spec_decode): None (off), a SpeculativeConfig or a dict of its fields, e.g.
+    # Speculative decoding (workers/engine/spec_decode): None (off), a SpeculativeConfig or a dict of its fields, e.g.
     # {"method": "ngram", "num_tokens": 4} or {"method": "draft", "num_layers": 8}.
     speculative: SpeculativeConfig | dict | None = None
 

@@ -38,7 +38,7 @@ class SamplingParams:
     # time; a dict {"kind", "value"} (the wire form) is taken too. The engine compiles it at submission.
     structured: StructuredOutput | None = None
     # False: never speculate for this request (EngineConfig.speculative). Requests with a grammar, penalties or
-    # unmet min_tokens do not draft anyway (workers/spec_decode/adaptive.py).
+    # unmet min_tokens do not draft anyway (workers/engine/spec_decode/adaptive.py).
     speculative: bool = True
 
     def __post_init__(self) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import torch
 
 from workers.config import EngineConfig
+from workers.engine.compute_row import ComputeRow
 from workers.engine.kv_budget import kv_cache_bytes
 from workers.engine.sampler import Sampler
 from workers.engine.scheduler_output import ModelRunnerOutput, ScheduledSequence, SchedulerOutput
@@ -13,19 +14,7 @@ from workers.model.attention import AttentionMetadata, PrefillChunk
 from workers.model.kernel_sets.registry import select
 from workers.model.registry import load_model
 from workers.model.runtime import linear_weights, to_runtime
-from workers.spec_decode.verifier import Verifier
-
-
-@dataclass(slots=True)
-class ComputeRow:
-    """One sequence's tokens in a forward pass: token_ids[j] at position start + j, its KV written into the
-    slot block_table maps that position to."""
-
-    request_id: str
-    token_ids: list[int]
-    start: int
-    block_table: list[int]
-    num_logits: int = 0  # logits for the last num_logits tokens: 1 to sample, 1 + k to verify k drafts
+from workers.engine.spec_decode.verifier import Verifier
 
 
 @dataclass(slots=True)
@@ -76,7 +65,7 @@ class ModelRunner:
         # (n-gram drafts come with the schedule). None: no model drafts.
         self.drafter = None
         if config.speculative is not None and config.speculative.method == "draft":
-            from workers.spec_decode.draft_model import DraftModel
+            from workers.engine.spec_decode.draft_model import DraftModel
 
             self.drafter = DraftModel.build(config.speculative, self, config)
         self.graphs = None

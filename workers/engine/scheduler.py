@@ -23,7 +23,7 @@ from workers.engine.scheduler_output import ModelRunnerOutput, ScheduledSequence
 from workers.engine.scheduling_policy import make_policy
 from workers.engine.sequence import Sequence, SequenceStatus
 from workers.outputs import TokenLogprob
-from workers.spec_decode.planner import DraftPlanner
+from workers.engine.spec_decode.planner import DraftPlanner
 
 
 @dataclass(slots=True)

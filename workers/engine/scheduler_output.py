@@ -16,7 +16,7 @@ class ScheduledSequence:
     # Compute tokens seq.token_ids[start : start + num_new_tokens], start = seq.num_computed_tokens; with
     # drafts, the last num_draft_tokens of them are the drafts instead (past seq.token_ids).
     num_new_tokens: int
-    # Speculative decoding (workers/spec_decode): a decoding sequence's proposed next tokens, verified in this
+    # Speculative decoding (workers/engine/spec_decode): a decoding sequence's proposed next tokens, verified in this
     # step's forward pass with logits at all 1 + num_draft_tokens positions. draft_token_ids is set by the
     # scheduler (n-gram) or, before the forward pass, by the runner's draft model.
     num_draft_tokens: int = 0

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from workers.engine.block_manager import BlockManager
 from workers.engine.scheduler_output import ScheduledSequence
 from workers.engine.sequence import Sequence
-from workers.spec_decode.adaptive import AdaptiveDrafting
-from workers.spec_decode.config import SpeculativeConfig
-from workers.spec_decode.ngram import NgramProposer
+from workers.engine.spec_decode.adaptive import AdaptiveDrafting
+from workers.speculative_config import SpeculativeConfig
+from workers.engine.spec_decode.ngram import NgramProposer
 
 # Proposers that run here, on token ids. The other methods propose in the model runner (they need the KV
 # cache): the scheduler only reserves their slots.

@@ -5,7 +5,7 @@ from workers.engine.sampler import Sampler
 from workers.engine.scheduler_output import ScheduledSequence
 from workers.engine.sequence import Sequence
 from workers.sampling_params import SamplingParams
-from workers.spec_decode.verifier import Verifier
+from workers.engine.spec_decode.verifier import Verifier
 
 V = 8
 

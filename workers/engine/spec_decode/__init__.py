@@ -3,7 +3,7 @@ of them in one forward pass over the paged cache, and the step keeps the accepte
 own. Greedy output is the target's, token for token; sampled output keeps the target's distribution
 (rejection sampling).
 
-- config.py: SpeculativeConfig (EngineConfig.speculative).
+- workers/speculative_config.py: SpeculativeConfig (EngineConfig.speculative).
 - ngram.py: prompt lookup, the proposer without a model (runs in the scheduler, on token ids).
 - draft_model.py: a small Llama (or the target's first layers) proposing, run by the model runner.
 - adaptive.py: who drafts this step and how many (batch size, per-sequence acceptance, limits, opt-outs).

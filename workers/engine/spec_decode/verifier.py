@@ -12,7 +12,7 @@ import torch
 from workers.engine.sampler import Sampler, filtered_probs, token_logprobs
 from workers.engine.scheduler_output import ScheduledSequence
 from workers.outputs import TokenLogprob
-from workers.spec_decode.rejection import greedy_verify, rejection_sample
+from workers.engine.spec_decode.rejection import greedy_verify, rejection_sample
 
 
 class Verifier:

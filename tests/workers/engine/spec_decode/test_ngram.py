@@ -1,6 +1,6 @@
 import pytest
 
-from workers.spec_decode.ngram import NgramProposer
+from workers.engine.spec_decode.ngram import NgramProposer
 
 
 def test_the_tokens_after_the_latest_earlier_occurrence_of_the_suffix():

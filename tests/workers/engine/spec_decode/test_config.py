@@ -2,7 +2,7 @@ import pytest
 
 from workers.config import EngineConfig
 from workers.serve.protocol import sampling_params
-from workers.spec_decode.config import SpeculativeConfig
+from workers.speculative_config import SpeculativeConfig
 
 
 def test_off_by_default_and_a_dict_becomes_the_config():

@@ -2,8 +2,8 @@ import pytest
 
 from workers.engine.sequence import Sequence
 from workers.sampling_params import SamplingParams
-from workers.spec_decode.adaptive import AdaptiveDrafting, can_draft
-from workers.spec_decode.config import SpeculativeConfig
+from workers.engine.spec_decode.adaptive import AdaptiveDrafting, can_draft
+from workers.speculative_config import SpeculativeConfig
 
 
 def decoding(rid="r", prompt=4, out=2, **params):

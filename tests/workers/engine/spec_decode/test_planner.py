@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from tests.workers.engine.fakes import fake_config
-from tests.workers.spec_decode.fakes import SpecFakeRunner
+from tests.workers.engine.spec_decode.fakes import SpecFakeRunner
 from workers.engine.llm_engine import LLMEngine
 from workers.sampling_params import SamplingParams
 

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from workers.engine.model_runner import ComputeRow
+from workers.engine.compute_row import ComputeRow
 from workers.engine.sampler import filtered_probs
 from workers.engine.scheduler_output import ScheduledSequence
-from workers.spec_decode.config import SpeculativeConfig
+from workers.speculative_config import SpeculativeConfig
 
 if TYPE_CHECKING:
     from workers.config import EngineConfig

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workers.engine.sequence import Sequence
-from workers.spec_decode.config import SpeculativeConfig
+from workers.speculative_config import SpeculativeConfig
 
 
 @dataclass(slots=True)

@@ -3,7 +3,7 @@ distribution (chi-square tests on a 6-token vocabulary, fixed seeds, bounded sam
 import torch
 from scipy.stats import chisquare
 
-from workers.spec_decode.rejection import greedy_verify, inverse_cdf, rejection_sample
+from workers.engine.spec_decode.rejection import greedy_verify, inverse_cdf, rejection_sample
 
 SAMPLES = 40_000
 ALPHA = 1e-3  # a correct implementation fails a test at most this often; the seeds are fixed anyway

@@ -13,8 +13,8 @@ from tests.workers.reference import divergence
 from workers.config import EngineConfig
 from workers.engine.llm_engine import LLMEngine
 from workers.sampling_params import SamplingParams
-from workers.spec_decode.config import SpeculativeConfig
-from workers.spec_decode.draft_model import DraftModel
+from workers.speculative_config import SpeculativeConfig
+from workers.engine.spec_decode.draft_model import DraftModel
 
 pytestmark = pytest.mark.model
 

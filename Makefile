@@ -29,6 +29,11 @@ serve: $(STAMP)
 services:
 	bash deploy/scripts/ensure-services.sh
 
+# The import order (.importlinter; docs/architecture.md): layers, workers apart from gateway, no cycles.
+.PHONY: lint-imports
+lint-imports: $(STAMP)
+	$(BIN)/lint-imports --no-cache
+
 test: $(STAMP) services
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=30 $(PYTEST_ARGS)
 

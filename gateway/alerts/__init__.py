@@ -4,8 +4,8 @@ outbox they are written to (outbox, marks: once per crossing); and the worker th
 (worker, sender, signing, backoff), each webhook's secret sealed at rest (sealing). `Alerts` (service) is what
 the gateway's Services builds."""
 from gateway.alerts.config import AlertsConfig
-from gateway.domain.alert_events import EVENT_TYPES, AlertEvent
 from gateway.alerts.service import Alerts
 from gateway.alerts.signing import signature, verify
+from gateway.domain.alert_events import EVENT_TYPES, AlertEvent
 
 __all__ = ["EVENT_TYPES", "AlertEvent", "Alerts", "AlertsConfig", "signature", "verify"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from gateway.domain.alert_events import CANARY_ROLLED_BACK, AlertEvent
 from gateway.alerts.outbox import emit
+from gateway.domain.alert_events import CANARY_ROLLED_BACK, AlertEvent
 from gateway.routing.store import AuditEntry
 
 AUTO_ROLLBACK = "auto-rollback"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
-from gateway.domain.alert_events import VERSION_UNHEALTHY, AlertEvent
 from gateway.alerts.marks import mark_once, unmark
 from gateway.alerts.outbox import emit
+from gateway.domain.alert_events import VERSION_UNHEALTHY, AlertEvent
 
 DOWN = "down"
 

@@ -10,10 +10,10 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, delete, or_, select, update
 
-from gateway.domain.alert_events import PING, AlertEvent, subscribes
 from gateway.db.models.webhook import Webhook
 from gateway.db.models.webhook_delivery import WebhookDelivery
 from gateway.db.types import utcnow
+from gateway.domain.alert_events import PING, AlertEvent, subscribes
 
 
 def new_delivery_id() -> str:

@@ -15,7 +15,6 @@ from sqlalchemy.orm import Session
 from gateway.alerts import canary
 from gateway.alerts.budget import check_budgets
 from gateway.alerts.config import AlertsConfig
-from gateway.domain.alert_events import LEDGER_SPOOLING, AlertEvent
 from gateway.alerts.guard import in_savepoint
 from gateway.alerts.monitor import Monitor
 from gateway.alerts.pending import PendingEvents
@@ -23,6 +22,7 @@ from gateway.alerts.sealing import seal_stored
 from gateway.alerts.worker import DeliveryWorker
 from gateway.db.database import Database
 from gateway.db.types import utcnow
+from gateway.domain.alert_events import LEDGER_SPOOLING, AlertEvent
 from gateway.routing.store import AuditEntry
 from gateway.security.secret_box import SecretBox
 

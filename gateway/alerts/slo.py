@@ -12,11 +12,11 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, case, func, select
 
-from gateway.domain.alert_events import SLO_ERROR_RATE, SLO_TTFT_P99, AlertEvent, subscribes
 from gateway.alerts.marks import mark_once, unmark
 from gateway.alerts.outbox import emit
 from gateway.db.models.usage import Usage
 from gateway.db.models.webhook import Webhook
+from gateway.domain.alert_events import SLO_ERROR_RATE, SLO_TTFT_P99, AlertEvent, subscribes
 
 FIRING = "firing"
 

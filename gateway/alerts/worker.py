@@ -14,7 +14,6 @@ import httpx
 
 from gateway.alerts.backoff import retry_delay_s
 from gateway.alerts.config import AlertsConfig
-from gateway.domain.alert_events import AlertEvent
 from gateway.alerts.outbox import Claimed, Outcome, claim, emit, settle
 from gateway.alerts.pending import PendingEvents
 from gateway.alerts.sealing import SecretUnavailable, seal_stored, signing_secret
@@ -22,6 +21,7 @@ from gateway.alerts.sender import send
 from gateway.alerts.targets import Resolve, TargetPolicy, system_resolve
 from gateway.db.database import Database
 from gateway.db.types import utcnow
+from gateway.domain.alert_events import AlertEvent
 from gateway.observability.outage import OutageLog
 from gateway.security.secret_box import SecretBox
 

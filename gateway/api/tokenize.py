@@ -6,10 +6,10 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.api.deps import TenantDep
-from gateway.domain.errors import invalid_request
 from gateway.api.v1.body import documented, parse
 from gateway.api.v1.pipeline.admit import reserve_tokens, route
 from gateway.api.v1.pipeline.job import Job
+from gateway.domain.errors import invalid_request
 from gateway.schemas.openai import ChatMessage
 from gateway.services.deps import ServicesDep
 

@@ -19,16 +19,16 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from gateway.batch import output
-from gateway.domain import batch_state as state
 from gateway.batch.bounds import LIMIT_CODE, OutputBudget, budget
 from gateway.batch.ids import line_request_id, new_file_id
 from gateway.batch.input import InvalidInput, Line, LineError, Request, check_jsonl, request_lines
 from gateway.batch.output import LineResult
 from gateway.batch.store import BatchStore
-from gateway.domain.batch_usage import LineUsage
 from gateway.db.models.batch import Batch
 from gateway.db.models.batch_file import BatchFile
 from gateway.db.types import utcnow
+from gateway.domain import batch_state as state
+from gateway.domain.batch_usage import LineUsage
 from gateway.observability.outage import OutageLog
 
 log = logging.getLogger("tollgate.batch")

@@ -4,12 +4,12 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from gateway.domain.batch_usage import LineUsage
 from gateway.crud import batch_files, batches
 from gateway.db.database import Database
 from gateway.db.models.batch import Batch
 from gateway.db.models.batch_file import BatchFile
 from gateway.db.types import utcnow
+from gateway.domain.batch_usage import LineUsage
 
 
 class BatchStore:

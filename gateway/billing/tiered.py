@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from gateway.domain.period import Month
 from gateway.billing.prices import PricePoint, point_at, request_cost
-from gateway.domain.tiers import split
 from gateway.crud.usage import ModelTotals
+from gateway.domain.period import Month
+from gateway.domain.tiers import split
 
 ZERO = Decimal(0)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
-from gateway.domain.period import Month
 from gateway.crud.usage import WasteTotals, waste_by_model
+from gateway.domain.period import Month
 from gateway.schemas.billing import WasteLine, WasteReport
 
 

@@ -6,15 +6,15 @@ from decimal import Decimal
 from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 
-from gateway.services.deps import ServicesDep, SessionDep
-from gateway.domain.errors import APIError
-from gateway.services.periods import parse_month
 from gateway.billing.bills import all_bills, usage_csv
 from gateway.console.forms import in_words, page_of
 from gateway.console.render import error_page, render
 from gateway.console.state import console_state
 from gateway.console.viewer import AdminViewerDep
 from gateway.crud.tenants import list_tenants
+from gateway.domain.errors import APIError
+from gateway.services.deps import ServicesDep, SessionDep
+from gateway.services.periods import parse_month
 
 router = APIRouter()
 

@@ -6,10 +6,6 @@ from datetime import timedelta
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from gateway.services.cache import invalidate
-from gateway.services.tenants import tenant_or_404
-from gateway.services.deps import ServicesDep
-from gateway.domain.errors import APIError
 from gateway.console.forms import in_words, page_of
 from gateway.console.render import error_page, render
 from gateway.console.series import DAY_S, headline
@@ -18,6 +14,10 @@ from gateway.console.viewer import AdminViewerDep, FormDep
 from gateway.crud.tenants import list_tenants
 from gateway.crud.usage_buckets import usage_buckets
 from gateway.db.types import utcnow
+from gateway.domain.errors import APIError
+from gateway.services.cache import invalidate
+from gateway.services.deps import ServicesDep
+from gateway.services.tenants import tenant_or_404
 
 router = APIRouter()
 

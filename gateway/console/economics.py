@@ -7,14 +7,14 @@ from decimal import Decimal
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from gateway.services.deps import ServicesDep, SessionDep
-from gateway.domain.errors import APIError
-from gateway.services.periods import parse_month
 from gateway.console.forms import in_words
 from gateway.console.render import error_page, render
 from gateway.console.viewer import AdminViewerDep
+from gateway.domain.errors import APIError
 from gateway.economics.monthly import OptionError, month_report, report_options
 from gateway.schemas.economics import Crossover, ModelEconomics
+from gateway.services.deps import ServicesDep, SessionDep
+from gateway.services.periods import parse_month
 
 router = APIRouter()
 BASES = {"replica_hours": "replica-hours", "provider_prices": "provider prices"}

@@ -7,14 +7,14 @@ from decimal import Decimal
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from gateway.services.deps import ServicesDep, SessionDep
-from gateway.domain.period import Month
 from gateway.console.render import render
 from gateway.console.series import DAY_S, WINDOWS, columns, headline
 from gateway.console.viewer import ViewerDep
 from gateway.crud.usage import totals_by_model
 from gateway.crud.usage_buckets import first_token_times, usage_buckets
 from gateway.db.types import utcnow
+from gateway.domain.period import Month
+from gateway.services.deps import ServicesDep, SessionDep
 
 router = APIRouter()
 

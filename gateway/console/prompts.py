@@ -5,13 +5,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from gateway.services.deps import SessionDep
 from gateway.console.forms import page_of
 from gateway.console.render import render
 from gateway.console.state import console_state
 from gateway.console.viewer import AdminViewerDep
 from gateway.crud.tenants import list_tenants
 from gateway.prompts import store
+from gateway.services.deps import SessionDep
 
 router = APIRouter()
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from gateway.services.deps import RouterDep
-from gateway.services.routes import apply_change
-from gateway.domain.errors import APIError
 from gateway.console.forms import in_words, page_of
 from gateway.console.render import render
 from gateway.console.state import console_state
 from gateway.console.viewer import AdminViewerDep, FormDep, Viewer
+from gateway.domain.errors import APIError
+from gateway.services.deps import RouterDep
+from gateway.services.routes import apply_change
 
 router = APIRouter()
 WEIGHT = "weight:"  # form fields weight:<version>

@@ -9,7 +9,6 @@ from contextlib import AbstractAsyncContextManager
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from gateway.services.deps import client_address
 from gateway.audit.auditor import Auditor
 from gateway.audit.record import Target
 from gateway.console.config import COOKIE, LOGIN_COOKIE
@@ -21,6 +20,7 @@ from gateway.events.events import SessionRevoked
 from gateway.security.admin_key import admin_actor, admin_key_matches
 from gateway.security.auth_throttle import Attempt, Throttled
 from gateway.security.authenticator import AuthUnavailable, InvalidKey
+from gateway.services.deps import client_address
 
 router = APIRouter()
 

@@ -5,11 +5,6 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
 
-from gateway.services.keys import issue_key, revoke_by_id
-from gateway.services.tenants import tenant_or_404
-from gateway.services.deps import ServicesDep, SessionDep
-from gateway.domain.errors import APIError
-from gateway.services.periods import parse_month
 from gateway.billing.bills import tenant_bill, usage_csv
 from gateway.console import tenants as tenants_page
 from gateway.console.forms import FormError, in_words, parse
@@ -18,7 +13,12 @@ from gateway.console.series import DAY_S, daily
 from gateway.console.viewer import AdminViewerDep, FormDep, TenantReaderDep, Viewer
 from gateway.crud.keys import get_key, list_keys
 from gateway.crud.usage_buckets import usage_buckets
+from gateway.domain.errors import APIError
 from gateway.schemas.admin import KeyCreate
+from gateway.services.deps import ServicesDep, SessionDep
+from gateway.services.keys import issue_key, revoke_by_id
+from gateway.services.periods import parse_month
+from gateway.services.tenants import tenant_or_404
 
 router = APIRouter()
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from gateway.services.tenants import add_tenant, change_tenant, tenant_or_404
-from gateway.services.deps import ServicesDep, SessionDep
-from gateway.domain.errors import APIError
 from gateway.billing.bills import all_bills
-from gateway.domain.period import Month
 from gateway.console.forms import FormError, blank_is_none, in_words, page_of, parse
 from gateway.console.render import render
 from gateway.console.state import console_state
 from gateway.console.viewer import AdminViewerDep, FormDep, Viewer
 from gateway.crud.tenants import list_tenants
 from gateway.db.types import utcnow
+from gateway.domain.errors import APIError
+from gateway.domain.period import Month
 from gateway.schemas.admin import TenantCreate, TenantUpdate
+from gateway.services.deps import ServicesDep, SessionDep
+from gateway.services.tenants import add_tenant, change_tenant, tenant_or_404
 
 router = APIRouter()
 LIMITS = ("rpm", "tpm", "monthly_token_budget")

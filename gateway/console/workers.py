@@ -9,10 +9,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from prometheus_client import REGISTRY
 
-from gateway.services.deps import ServicesDep
 from gateway.console.render import render
 from gateway.console.state import console_state
 from gateway.console.viewer import AdminViewerDep
+from gateway.services.deps import ServicesDep
 
 router = APIRouter()
 ENGINE = "tollgate:"  # the engines' series (workers.engine.metrics), per version as `model_name`

@@ -11,8 +11,8 @@ from sqlalchemy import Connection, case, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from gateway.domain.period import Month, Period
 from gateway.db.models.usage import Usage
+from gateway.domain.period import Month, Period
 
 _INSERT = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
 

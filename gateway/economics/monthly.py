@@ -6,8 +6,8 @@ from decimal import Decimal, InvalidOperation
 
 from sqlalchemy.orm import Session
 
-from gateway.domain.period import Month
 from gateway.catalogue import Catalogue
+from gateway.domain.period import Month
 from gateway.economics.costs import provider_prices
 from gateway.economics.query import economics_report
 from gateway.economics.report import DEFAULT_UTILISATION, ReportOptions

@@ -7,9 +7,9 @@ from decimal import Decimal
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from gateway.domain.period import Period
 from gateway.crud.replica_minutes import recorded_versions, replica_minutes
 from gateway.db.models.usage import Usage
+from gateway.domain.period import Period
 from gateway.economics.costs import CostHistory, ProviderPrice
 from gateway.economics.report import ReplicaSlice, ReportOptions, UsageSlice, build_report
 from gateway.schemas.economics import EconomicsReport

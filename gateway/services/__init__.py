@@ -5,8 +5,8 @@ call live beside this module (keys, tenants, cache, routes)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 from gateway.alerts import Alerts, AlertsConfig
 from gateway.batch.uploads import UploadSlots
 from gateway.billing.ledger import Ledger
-from gateway.domain.period import Month
 from gateway.billing.prices import PriceBook, batch_discounts
 from gateway.billing.spool import Spool, SpoolConfig
 from gateway.catalogue import Catalogue, load_catalogue
 from gateway.crud.usage import month_tokens
 from gateway.db.database import Database
+from gateway.domain.period import Month
 from gateway.economics.recorder import RecorderConfig, ReplicaRecorder, ReplicaSource
 from gateway.events.bus import EventBus, LocalEventBus
 from gateway.events.events import RouteChanged
@@ -42,14 +42,14 @@ from gateway.security.auth_throttle import AuthThrottle
 from gateway.security.authenticator import KeyAuthenticator
 from gateway.security.cache_salt import CacheSalter
 from gateway.security.metrics_token import ensure_metrics_token
+from gateway.security.secret_box import SecretBox
 from gateway.security.session_revocations import SessionRevocations
 from gateway.serving.base import ModelBackend, VersionInfo
 from gateway.serving.composite import with_upstreams
 from gateway.serving.factory import build_backend
-from gateway.security.secret_box import SecretBox
+from gateway.settings import Settings
 from gateway.upstreams.backend import UpstreamBackend
 from gateway.upstreams.live import LiveUpstreams
-from gateway.settings import Settings
 
 if TYPE_CHECKING:  # loaded at start-up only when used (torch, onnxruntime)
     from gateway.cache import SemanticCache

@@ -10,11 +10,11 @@ from workers.engine.compute_row import ComputeRow
 from workers.engine.kv_budget import kv_cache_bytes
 from workers.engine.sampler import Sampler
 from workers.engine.scheduler_output import ModelRunnerOutput, ScheduledSequence, SchedulerOutput
+from workers.engine.spec_decode.verifier import Verifier
 from workers.model.attention import AttentionMetadata, PrefillChunk
 from workers.model.kernel_sets.registry import select
 from workers.model.registry import load_model
 from workers.model.runtime import linear_weights, to_runtime
-from workers.engine.spec_decode.verifier import Verifier
 
 
 @dataclass(slots=True)

@@ -22,8 +22,8 @@ from workers.engine.block_manager import BlockManager
 from workers.engine.scheduler_output import ModelRunnerOutput, ScheduledSequence, SchedulerOutput
 from workers.engine.scheduling_policy import make_policy
 from workers.engine.sequence import Sequence, SequenceStatus
-from workers.outputs import TokenLogprob
 from workers.engine.spec_decode.planner import DraftPlanner
+from workers.outputs import TokenLogprob
 
 
 @dataclass(slots=True)

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from gateway.services.deps import SessionDep
-from gateway.domain.errors import invalid_request
 from gateway.audit.query import MAX_LIMIT, AuditQuery, list_records
+from gateway.domain.errors import invalid_request
+from gateway.services.deps import SessionDep
 
 router = APIRouter()
 SEQ_MAX = 2**63 - 1  # a BIGINT: a larger cursor would be a database error, not a 400

@@ -6,12 +6,12 @@ from typing import Literal
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from gateway.services.tenants import tenant_or_404
-from gateway.services.deps import ServicesDep, SessionDep
 from gateway.api.periods import MonthDep
 from gateway.billing.bills import all_bills, tenant_bill, tenant_bill_by_prompt_version, usage_csv
 from gateway.billing.waste import waste_report
 from gateway.schemas.billing import Bill, BillList, CacheAccuracy, WasteReport
+from gateway.services.deps import ServicesDep, SessionDep
+from gateway.services.tenants import tenant_or_404
 
 router = APIRouter()
 

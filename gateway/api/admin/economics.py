@@ -7,16 +7,16 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, Response
 
 from gateway.api.admin.auditing import AuditorDep
-from gateway.services.deps import ServicesDep, SessionDep
-from gateway.domain.errors import invalid_request, not_found
 from gateway.api.periods import MonthDep
-from gateway.domain.period import Month
 from gateway.crud.version_costs import cost_in_effect, list_version_costs, set_version_cost
 from gateway.db.models.version_cost import VersionCost
 from gateway.db.types import utcnow
+from gateway.domain.errors import invalid_request, not_found
+from gateway.domain.period import Month
 from gateway.economics.csv_export import economics_csv
 from gateway.economics.monthly import OptionError, month_report, report_options
 from gateway.schemas.economics import EconomicsReport, VersionCostList, VersionCostOut, VersionCostSet
+from gateway.services.deps import ServicesDep, SessionDep
 
 router = APIRouter()
 

@@ -6,14 +6,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body
 
 from gateway.api.admin.auditing import AuditorDep
-from gateway.services.tenants import tenant_or_404
-from gateway.services.deps import ServicesDep, SessionDep
-from gateway.domain.errors import invalid_request
 from gateway.audit.record import Target
 from gateway.crud.guardrails import get_rules, set_rules
 from gateway.crud.keys import get_key
+from gateway.domain.errors import invalid_request
 from gateway.guardrails.errors import RuleError
 from gateway.guardrails.rules import Rule, parse_rules
+from gateway.services.deps import ServicesDep, SessionDep
+from gateway.services.tenants import tenant_or_404
 
 router = APIRouter()
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from gateway.api.admin.auditing import AuditorDep
-from gateway.services.deps import ServicesDep, SessionDep
-from gateway.domain.errors import model_not_found
-from gateway.domain.tiers import tiers_to_json
 from gateway.crud.prices import list_prices, price_in_effect, set_price
 from gateway.db.models.price import Price
 from gateway.db.types import utcnow
+from gateway.domain.errors import model_not_found
+from gateway.domain.tiers import tiers_to_json
 from gateway.schemas.admin import PriceList, PriceOut, PriceSet
+from gateway.services.deps import ServicesDep, SessionDep
 
 router = APIRouter()
 

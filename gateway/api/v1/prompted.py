@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from gateway.domain.errors import APIError, invalid_request
 from gateway.api.v1.body import parse
+from gateway.domain.errors import APIError, invalid_request
 from gateway.prompts import MissingVariables, PromptNotFound, PromptRef, PromptVersion
 from gateway.prompts.render import render
 from gateway.schemas.openai import ChatCompletionRequest

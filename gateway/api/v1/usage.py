@@ -4,11 +4,10 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from gateway.api.deps import TenantDep
-
-from gateway.services.deps import ServicesDep, SessionDep
 from gateway.api.periods import PeriodDep
 from gateway.billing.bills import bill_lines, period_totals
 from gateway.schemas.billing import UsageReport
+from gateway.services.deps import ServicesDep, SessionDep
 
 router = APIRouter()
 

@@ -8,11 +8,11 @@ from sqlalchemy.exc import OperationalError
 import gateway.audit.table  # noqa: F401  (registers the audit tables for the database fixture)
 import gateway.routing.tables  # noqa: F401  (and the route tables)
 from gateway.alerts import Alerts, AlertsConfig
-from gateway.domain.alert_events import CANARY_ROLLED_BACK, LEDGER_SPOOLING
 from gateway.billing.ledger import Ledger, UsageRecord
 from gateway.billing.prices import PriceBook
 from gateway.billing.spool import Spool, SpoolConfig
 from gateway.catalogue import parse_catalogue
+from gateway.domain.alert_events import CANARY_ROLLED_BACK, LEDGER_SPOOLING
 from gateway.routing.canary import RollbackPolicy
 from gateway.routing.router import Router
 from gateway.routing.sql_store import SqlRouteStore

@@ -4,12 +4,12 @@ import json
 from datetime import datetime, timedelta
 
 from gateway.alerts.config import AlertsConfig
-from gateway.domain.alert_events import SLO_ERROR_RATE, SLO_TTFT_P99, VERSION_UNHEALTHY
 from gateway.alerts.monitor import Monitor
 from gateway.alerts.slo import p99
 from gateway.crud.usage import insert_usage
 from gateway.db.models.tenant import Tenant
 from gateway.db.types import utcnow
+from gateway.domain.alert_events import SLO_ERROR_RATE, SLO_TTFT_P99, VERSION_UNHEALTHY
 from tests.gateway.alerts.helpers import add_webhook, deliveries
 
 CONFIG = AlertsConfig(check_s=0.05, slo_window_s=60, slo_min_requests=10)
@@ -116,9 +116,9 @@ async def test_the_monitor_loop_waits_a_period_then_checks(database):
 async def test_settled_deliveries_past_retention_are_pruned_pending_ones_kept(database):
     from sqlalchemy import update
 
-    from gateway.domain.alert_events import AlertEvent
     from gateway.alerts.outbox import emit
     from gateway.db.models.webhook_delivery import WebhookDelivery
+    from gateway.domain.alert_events import AlertEvent
     add_webhook(database, "http://127.0.0.1:9/h", ["*"])
     old = utcnow() - timedelta(days=31)
     with database.engine.begin() as conn:

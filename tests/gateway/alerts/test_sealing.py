@@ -7,12 +7,12 @@ import logging
 from sqlalchemy import select
 
 from gateway.alerts import Alerts
-from gateway.domain.alert_events import BUDGET_CROSSED, AlertEvent
 from gateway.alerts.outbox import emit
 from gateway.alerts.sealing import seal_stored
 from gateway.alerts.signing import verify
 from gateway.alerts.worker import DeliveryWorker
 from gateway.db.models.webhook import Webhook
+from gateway.domain.alert_events import BUDGET_CROSSED, AlertEvent
 from gateway.security.secret_box import SecretBox
 from tests.gateway.alerts.conftest import BOTH
 from tests.gateway.alerts.helpers import BOX, SECRET, add_webhook, deliveries

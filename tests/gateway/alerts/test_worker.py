@@ -7,12 +7,12 @@ from datetime import timedelta
 import pytest
 
 from gateway.alerts.config import AlertsConfig
-from gateway.domain.alert_events import BUDGET_CROSSED, LEDGER_SPOOLING, AlertEvent
 from gateway.alerts.outbox import emit
 from gateway.alerts.pending import PendingEvents
 from gateway.alerts.signing import verify
 from gateway.alerts.worker import DeliveryWorker
 from gateway.db.types import utcnow
+from gateway.domain.alert_events import BUDGET_CROSSED, LEDGER_SPOOLING, AlertEvent
 from tests.gateway.alerts.conftest import BOTH
 from tests.gateway.alerts.helpers import BOX, SECRET, add_webhook, deliveries
 from tests.gateway.alerts.receiver import Receiver

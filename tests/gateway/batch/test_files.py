@@ -8,13 +8,13 @@ from datetime import timedelta
 
 import pytest
 
-from gateway.domain import batch_state as state
 from gateway.batch.ids import new_file_id
 from gateway.crud import batch_files
 from gateway.crud.tenants import create_tenant
 from gateway.db.models.batch_file import BatchFile
 from gateway.db.models.tenant import Tenant
 from gateway.db.types import utcnow
+from gateway.domain import batch_state as state
 from tests.gateway.batch.test_runner import FakeEndpoint, get, make_batch, runner, until
 
 

@@ -9,7 +9,6 @@ from datetime import timedelta
 
 import pytest
 
-from gateway.domain import batch_state as state
 from gateway.batch.ids import line_request_id, new_batch_id, new_file_id
 from gateway.batch.output import LineResult
 from gateway.batch.runner import BatchRunner, Paused, RunnerConfig
@@ -19,6 +18,7 @@ from gateway.crud.keys import create_key
 from gateway.crud.tenants import create_tenant
 from gateway.db.models.batch import Batch
 from gateway.db.types import utcnow
+from gateway.domain import batch_state as state
 
 EP = "/v1/chat/completions"
 QUICK = dict(poll_s=0.02, lease_s=1.0, stop_timeout_s=5.0)

@@ -1,9 +1,9 @@
 """The batch's states: the moves allowed, and where finalizing leads."""
 from __future__ import annotations
 
-from gateway.domain import batch_state as state
 from gateway.batch.ids import BATCH_ID, FILE_ID, line_output_id, line_request_id, new_batch_id, new_file_id
 from gateway.batch.output import LineResult, answered, not_run
+from gateway.domain import batch_state as state
 
 
 def test_moves():

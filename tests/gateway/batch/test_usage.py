@@ -3,10 +3,10 @@ lands, what its answer reported), once, however often the line is recorded."""
 from __future__ import annotations
 
 from gateway.batch.ids import line_request_id
-from gateway.domain.batch_usage import LineUsage
 from gateway.crud import batches
 from gateway.db.models.usage import Usage
 from gateway.db.types import utcnow
+from gateway.domain.batch_usage import LineUsage
 from tests.gateway.batch.test_runner import get, make_batch
 
 CHAT = {"usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16,

@@ -7,10 +7,10 @@ import pytest
 
 from gateway.billing.bills import CSV_COLUMNS, all_bills, tenant_bill, usage_csv
 from gateway.billing.ledger import Ledger, UsageRecord
-from gateway.domain.period import Month
 from gateway.billing.prices import PriceBook
 from gateway.crud.prices import set_price
 from gateway.crud.tenants import create_tenant
+from gateway.domain.period import Month
 
 D = Decimal
 

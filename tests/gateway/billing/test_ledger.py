@@ -8,13 +8,13 @@ import pytest
 from sqlalchemy import func, select
 
 from gateway.billing.ledger import Ledger, UsageRecord
-from gateway.domain.period import Month
 from gateway.billing.prices import PriceBook
 from gateway.billing.spool import REJECTED, Spool, SpoolConfig
 from gateway.crud.prices import set_price
 from gateway.crud.tenants import create_tenant
 from gateway.crud.usage import month_tokens
 from gateway.db.models import Usage
+from gateway.domain.period import Month
 
 MODEL = "m"
 NOV = datetime(2026, 11, 15, tzinfo=UTC)

@@ -9,12 +9,12 @@ import pytest
 
 from gateway.billing.bills import all_bills, tenant_bill, tenant_bill_by_prompt_version
 from gateway.billing.ledger import Ledger, UsageRecord
-from gateway.domain.period import Month
 from gateway.billing.prices import PriceBook
-from gateway.domain.tiers import Tier, tiers_to_json
 from gateway.crud.prices import set_price
 from gateway.crud.tenants import create_tenant
 from gateway.crud.usage import iter_usage
+from gateway.domain.period import Month
+from gateway.domain.tiers import Tier, tiers_to_json
 
 D = Decimal
 NOV = Month(2026, 11)

@@ -10,11 +10,11 @@ from pathlib import Path
 import yaml
 
 from gateway.billing.ledger import Ledger, UsageRecord
-from gateway.domain.period import Month
 from gateway.billing.prices import PriceBook
 from gateway.crud.replica_minutes import record_replica_minute
 from gateway.db.database import Database
 from gateway.db.types import utcnow
+from gateway.domain.period import Month
 from gateway.settings import Settings
 from tests.gateway.support import FP32, free_port, make_tenant
 

@@ -1,7 +1,6 @@
 import hashlib
 
-from gateway.domain.api_keys import (KEY_LENGTH, generate_key, hash_key, key_matches, looks_like_key,
-                                    visible_prefix)
+from gateway.domain.api_keys import KEY_LENGTH, generate_key, hash_key, key_matches, looks_like_key, visible_prefix
 
 
 def test_keys_are_random_prefixed_and_stored_as_sha256():

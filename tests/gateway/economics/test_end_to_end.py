@@ -4,8 +4,8 @@ from decimal import Decimal
 import httpx
 import pytest
 
-from gateway.domain.period import Month
 from gateway.db.types import utcnow
+from gateway.domain.period import Month
 from tests.gateway.support import ADMIN_KEY, FP32, make_tenant, wait_usage_rows
 
 pytestmark = pytest.mark.model

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from gateway.domain.errors import APIError
 from gateway.api.v1.body import parse
+from gateway.domain.errors import APIError
 from gateway.schemas.openai import MAX_STOP_CHARS, ChatCompletionRequest, CompletionRequest
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}

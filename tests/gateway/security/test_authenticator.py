@@ -6,8 +6,8 @@ import pytest
 from gateway.crud.keys import create_key, get_key, revoke_key
 from gateway.crud.tenants import create_tenant, update_tenant
 from gateway.db.types import utcnow
-from gateway.security.authenticator import InvalidKey, KeyAuthenticator
 from gateway.domain.api_keys import hash_key
+from gateway.security.authenticator import InvalidKey, KeyAuthenticator
 from gateway.security.principal import key_allows_model
 
 

@@ -15,8 +15,8 @@ from workers.engine.block_manager import BlockManager
 from workers.engine.scheduler_output import ScheduledSequence
 from workers.engine.sequence import Sequence
 from workers.engine.spec_decode.adaptive import AdaptiveDrafting
-from workers.speculative_config import SpeculativeConfig
 from workers.engine.spec_decode.ngram import NgramProposer
+from workers.speculative_config import SpeculativeConfig
 
 # Proposers that run here, on token ids. The other methods propose in the model runner (they need the KV
 # cache): the scheduler only reserves their slots.

@@ -11,8 +11,8 @@ import torch
 
 from workers.engine.sampler import Sampler, filtered_probs, token_logprobs
 from workers.engine.scheduler_output import ScheduledSequence
-from workers.outputs import TokenLogprob
 from workers.engine.spec_decode.rejection import greedy_verify, rejection_sample
+from workers.outputs import TokenLogprob
 
 
 class Verifier:

@@ -9,7 +9,6 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 
 from gateway.api.deps import TenantDep
-from gateway.domain.errors import APIError, invalid_request
 from gateway.api.v1.batches.multipart import parse_form
 from gateway.api.v1.batches.objects import file_object
 from gateway.api.v1.pipeline.admit import reserve_tokens
@@ -20,6 +19,7 @@ from gateway.batch.store import BatchStore
 from gateway.batch.uploads import TooManyUploads
 from gateway.crud import batch_files
 from gateway.db.types import utcnow
+from gateway.domain.errors import APIError, invalid_request
 from gateway.schemas.batch import FileDeleted, FileList, FileObject
 from gateway.services.deps import ServicesDep
 

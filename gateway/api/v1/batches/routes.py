@@ -10,16 +10,16 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 
 from gateway.api.deps import TenantDep
-from gateway.domain.errors import APIError, invalid_request
 from gateway.api.v1.batches.files import count_request, file_not_found
 from gateway.api.v1.batches.objects import batch_object
 from gateway.api.v1.body import documented, parse
-from gateway.domain import batch_state as state
 from gateway.batch.ids import BATCH_ID, FILE_ID, new_batch_id
 from gateway.batch.store import BatchStore
 from gateway.crud import batch_files, batches
 from gateway.db.models.batch import Batch
 from gateway.db.types import utcnow
+from gateway.domain import batch_state as state
+from gateway.domain.errors import APIError, invalid_request
 from gateway.schemas.batch import BatchCreateRequest, BatchList, BatchObject
 from gateway.services.deps import ServicesDep
 

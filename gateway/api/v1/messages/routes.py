@@ -13,7 +13,6 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from gateway.api.deps import AnyKeyTenantDep
-from gateway.domain.errors import invalid_request
 from gateway.api.v1.body import documented, parse
 from gateway.api.v1.cached import CacheStep, _guarded, consult, keeper, replay
 from gateway.api.v1.headers import PinHeader, SessionHeader
@@ -27,6 +26,7 @@ from gateway.api.v1.pipeline.job import Job, client_body
 from gateway.api.v1.pipeline.respond import headers, respond, status_of
 from gateway.api.v1.pipeline.run import Run
 from gateway.cache import CacheLookup
+from gateway.domain.errors import invalid_request
 from gateway.schemas.anthropic import CountTokensRequest, Message, MessagesRequest, TokenCount
 from gateway.services.deps import ServicesDep
 

@@ -21,13 +21,13 @@ from typing import Any
 import anyio
 from pydantic import BaseModel
 
-from gateway.domain.errors import APIError
 from gateway.api.v1.messages.format import MessagesFormat, native_calls, tool_use
 from gateway.api.v1.pipeline.choices import Choice, Choices
 from gateway.api.v1.pipeline.metered import broken_stream, sendable_deltas
 from gateway.api.v1.pipeline.output_guard import OutputGuard
 from gateway.api.v1.pipeline.respond import Keep
 from gateway.api.v1.pipeline.run import Run
+from gateway.domain.errors import APIError
 from gateway.schemas.anthropic import error_body
 from gateway.serving.base import GenerationChunk
 from gateway.tools.parser import CallStream, ParsedCall

@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 
-from gateway.domain.errors import APIError, invalid_request, model_not_found, no_capacity, permission_denied
 from gateway.api.v1.pipeline.facts import facts_of, with_task
 from gateway.api.v1.pipeline.job import Job
 from gateway.api.v1.pipeline.run import Run
+from gateway.domain.errors import APIError, invalid_request, model_not_found, no_capacity, permission_denied
 from gateway.limits.errors import LimitError, QuotaExceeded, RateLimited
 from gateway.routing.errors import RoutingError, UnknownModel
 from gateway.routing.metrics import RULE_DECISIONS

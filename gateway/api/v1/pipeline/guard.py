@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from gateway.domain.errors import APIError
 from gateway.api.v1.pipeline.admit import OFFLOAD_PROMPT_BYTES
 from gateway.api.v1.pipeline.job import Job
 from gateway.api.v1.pipeline.run import Run
+from gateway.domain.errors import APIError
 from gateway.guardrails.engine import check_model, check_prompt_tokens
 from gateway.guardrails.errors import ContentBlocked, GuardrailFailed, RuleError
 from gateway.guardrails.policy import Policy

@@ -6,12 +6,12 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 
-from gateway.domain.errors import APIError
 from gateway.api.v1.pipeline.choices import Choices
 from gateway.api.v1.pipeline.generate import gateway_timeout, generation_failed
 from gateway.api.v1.pipeline.guard import as_api_error
 from gateway.api.v1.pipeline.output_guard import OutputGuard
 from gateway.api.v1.pipeline.run import Run
+from gateway.domain.errors import APIError
 from gateway.guardrails.errors import ContentBlocked, GuardrailFailed
 from gateway.serving.base import CompletionDelta, GenerationChunk, GenerationFailed
 

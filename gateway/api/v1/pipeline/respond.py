@@ -14,7 +14,6 @@ from fastapi import Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel
 
-from gateway.domain.errors import APIError
 from gateway.api.v1.pipeline.choices import Choice, Choices
 from gateway.api.v1.pipeline.generate import gateway_timeout, generation_failed, open_generation
 from gateway.api.v1.pipeline.guard import HEADER as GUARDRAILS_HEADER
@@ -22,6 +21,7 @@ from gateway.api.v1.pipeline.guard import as_api_error, header_value
 from gateway.api.v1.pipeline.metered import broken_stream, sendable_deltas
 from gateway.api.v1.pipeline.output_guard import OutputGuard
 from gateway.api.v1.pipeline.run import Run
+from gateway.domain.errors import APIError
 from gateway.guardrails.errors import ContentBlocked, GuardrailFailed
 from gateway.schemas.openai import Usage
 from gateway.serving.base import CompletionDelta, GenerationChunk, GenerationFailed

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.domain.errors import invalid_request
 from gateway.crud.responses import Stored
+from gateway.domain.errors import invalid_request
 from gateway.schemas.responses import ResponseCreateRequest
 
 

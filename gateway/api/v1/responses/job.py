@@ -1,8 +1,8 @@
 """A Responses API request as the pipeline's Job."""
 from __future__ import annotations
 
-from gateway.domain.errors import APIError
 from gateway.api.v1.pipeline.job import Job
+from gateway.domain.errors import APIError
 from gateway.schemas.responses import ResponseCreateRequest
 
 ENDPOINT = "/v1/responses"

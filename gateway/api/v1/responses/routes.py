@@ -7,7 +7,6 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 
 from gateway.api.deps import TenantDep
-from gateway.domain.errors import APIError, invalid_request
 from gateway.api.v1.body import documented, parse
 from gateway.api.v1.headers import PinHeader, SessionHeader
 from gateway.api.v1.pipeline.admit import admit
@@ -19,6 +18,7 @@ from gateway.api.v1.responses.job import ResponsesJob, in_responses_terms
 from gateway.api.v1.responses.store import ResponseStore
 from gateway.api.v1.responses.stream import responses_sse
 from gateway.crud.responses import Stored
+from gateway.domain.errors import APIError, invalid_request
 from gateway.schemas.responses import DeletedResponse, ResponseCreateRequest, ResponseObject, echo
 from gateway.security.principal import Principal
 from gateway.services import Services

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from gateway.domain.errors import APIError
 from gateway.api.v1.body import parse
 from gateway.api.v1.messages.translate import chat_request, counting_request
+from gateway.domain.errors import APIError
 from gateway.schemas.anthropic import CountTokensRequest, MessagesRequest, error_body
 
 TOOL = {"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}

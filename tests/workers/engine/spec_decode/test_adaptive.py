@@ -1,8 +1,8 @@
 import pytest
 
 from workers.engine.sequence import Sequence
-from workers.sampling_params import SamplingParams
 from workers.engine.spec_decode.adaptive import AdaptiveDrafting, can_draft
+from workers.sampling_params import SamplingParams
 from workers.speculative_config import SpeculativeConfig
 
 

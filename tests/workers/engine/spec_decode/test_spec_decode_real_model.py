@@ -12,9 +12,9 @@ from tests.workers.conftest import REFERENCE_NEW_TOKENS
 from tests.workers.reference import divergence
 from workers.config import EngineConfig
 from workers.engine.llm_engine import LLMEngine
+from workers.engine.spec_decode.draft_model import DraftModel
 from workers.sampling_params import SamplingParams
 from workers.speculative_config import SpeculativeConfig
-from workers.engine.spec_decode.draft_model import DraftModel
 
 pytestmark = pytest.mark.model
 

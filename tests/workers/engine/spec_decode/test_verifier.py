@@ -4,8 +4,8 @@ import torch
 from workers.engine.sampler import Sampler
 from workers.engine.scheduler_output import ScheduledSequence
 from workers.engine.sequence import Sequence
-from workers.sampling_params import SamplingParams
 from workers.engine.spec_decode.verifier import Verifier
+from workers.sampling_params import SamplingParams
 
 V = 8
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from gateway.domain.errors import APIError
 from gateway.api.v1.batches.multipart import parse_form
+from gateway.domain.errors import APIError
 
 
 def encoded(data: dict, files: dict) -> tuple[str, bytes]:

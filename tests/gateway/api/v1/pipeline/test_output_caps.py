@@ -9,10 +9,10 @@ import time
 import httpx
 import pytest
 
-from gateway.domain.period import Month
 from gateway.crud.keys import create_key
 from gateway.db.database import Database
 from gateway.db.types import utcnow
+from gateway.domain.period import Month
 from gateway.main import create_app
 from tests.gateway.conftest import gateway_settings
 from tests.gateway.data_fixtures import fresh_pg_schema

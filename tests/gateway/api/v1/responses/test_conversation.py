@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.domain.errors import APIError
 from gateway.api.v1.responses.conversation import bounded, conversation
 from gateway.crud.responses import Stored
+from gateway.domain.errors import APIError
 from gateway.schemas.responses import ResponseCreateRequest
 
 

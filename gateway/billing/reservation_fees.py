@@ -17,11 +17,11 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from gateway.billing.period import Month
 from gateway.crud.reservations import reservations_in
 from gateway.db.models.reservation import Reservation
 from gateway.db.models.usage import Usage
 from gateway.db.types import MONEY_QUANTUM
+from gateway.domain.period import Month
 from gateway.schemas.billing import ReservationFeeLine
 
 

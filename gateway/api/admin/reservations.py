@@ -3,16 +3,16 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from gateway.api.admin.announce import announce
 from gateway.api.admin.auditing import AuditorDep
-from gateway.api.admin.tenants import tenant_or_404
-from gateway.api.deps import ServicesDep, SessionDep
-from gateway.api.errors import APIError, model_not_found, not_found
 from gateway.crud.reservations import create_reservation, end_reservation, get_reservation, list_reservations
 from gateway.db.types import utcnow
+from gateway.domain.errors import APIError, model_not_found, not_found
 from gateway.economics.capacity import Capacity, model_capacity
 from gateway.events.events import TenantChanged
 from gateway.schemas.reservations import ReservationCreate, ReservationList, ReservationOut
+from gateway.services.announce import announce
+from gateway.services.deps import ServicesDep, SessionDep
+from gateway.services.tenants import tenant_or_404
 
 router = APIRouter()
 

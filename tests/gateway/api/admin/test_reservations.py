@@ -7,10 +7,10 @@ from decimal import Decimal
 import pytest
 
 from gateway.billing.ledger import UsageRecord
-from gateway.billing.period import Month
 from gateway.billing.reservation_fees import prorated_fee
 from gateway.db.models.reservation import Reservation
 from gateway.db.types import utcnow
+from gateway.domain.period import Month
 from tests.gateway.data_fixtures import ADMIN, assert_openai_error, new_tenant_key
 
 MODEL = "smollm2-135m-instruct"

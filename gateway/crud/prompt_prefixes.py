@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, delete, func, select
+from sqlalchemy import Connection, delete, false, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -58,8 +58,7 @@ def record_sightings(connection: Connection, *, tenant_id: str, month: str, sigh
     insert = _INSERT.get(dialect)
     if insert is None:
         raise RuntimeError(f"prompt prefixes support sqlite and postgresql, not {dialect}")
-    if dialect == "postgresql":
-        connection.execute(select(func.pg_advisory_xact_lock(_lock_key(tenant_id, month))))
+    _serialise(connection, tenant_id=tenant_id, month=month)
     wanted = sorted({p.digest for s in sightings for p in s.prefixes})
     seen = _known(connection, tenant_id=tenant_id, month=month, digests=wanted)
     tallies: dict[str, _Tally] = {}
@@ -88,6 +87,16 @@ def record_sightings(connection: Connection, *, tenant_id: str, month: str, sigh
              "preview": t.prefix.preview} for d, t in sorted(tallies.items())])
     outcome.evicted = _cap(connection, tenant_id=tenant_id, month=month, cap=cap)
     return outcome
+
+
+def _serialise(connection: Connection, *, tenant_id: str, month: str) -> None:
+    """Hold off every other writer of the tenant-month until this transaction ends, before reading what was seen.
+    PostgreSQL: the tenant-month's advisory lock. SQLite: its one write lock, taken by a write that changes nothing
+    (a read first would let another gateway's flush in between)."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(select(func.pg_advisory_xact_lock(_lock_key(tenant_id, month))))
+    else:
+        connection.execute(update(PromptPrefix).where(false()).values(times_seen=PromptPrefix.times_seen))
 
 
 def _known(connection: Connection, *, tenant_id: str, month: str, digests: list[str]) -> set[str]:

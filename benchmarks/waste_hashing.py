@@ -23,14 +23,14 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.canned_backend import CannedBackend  # noqa: E402
-from benchmarks.gateway_overhead import pct, setup_database, steady  # noqa: E402
-from gateway.billing.prefix_recorder import Observed, PrefixRecorder  # noqa: E402
-from gateway.catalogue import load_catalogue  # noqa: E402
-from gateway.crud.tenants import create_tenant  # noqa: E402
-from gateway.db.database import Database  # noqa: E402
-from gateway.main import create_app  # noqa: E402
-from gateway.settings import Settings  # noqa: E402
+from benchmarks.canned_backend import CannedBackend
+from benchmarks.gateway_overhead import pct, setup_database, steady
+from gateway.billing.prefix_recorder import Observed, PrefixRecorder
+from gateway.catalogue import load_catalogue
+from gateway.crud.tenants import create_tenant
+from gateway.db.database import Database
+from gateway.main import create_app
+from gateway.settings import Settings
 
 SYSTEM = {"role": "system", "content": ("You are the support assistant of a hardware shop. " * 40).strip()}
 QUESTIONS = [f"Question number {i}: where is order {1000 + i}?" for i in range(50)]
@@ -92,7 +92,7 @@ async def main(args) -> None:
     off, _ = await gateway_latencies(0, args)
     on, written = await gateway_latencies(1000, args)
     off_again, _ = await gateway_latencies(0, args)  # the order of runs is not what differs
-    ms = lambda s: s * 1000  # noqa: E731
+    ms = lambda s: s * 1000
     print(f"requests={args.requests} rate={args.rate}/s, 2 KB system prompt, 50 questions; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     for name, xs in (("hashing off", off), ("hashing on", on), ("hashing off again", off_again)):

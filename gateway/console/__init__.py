@@ -5,8 +5,19 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from gateway.console import (bills, cache, economics, overview, prompts, routes, signin, tenant, tenants, waste,
-                             workers)
+from gateway.console import (
+    bills,
+    cache,
+    economics,
+    overview,
+    prompts,
+    routes,
+    signin,
+    tenant,
+    tenants,
+    waste,
+    workers,
+)
 from gateway.console.config import COOKIE
 from gateway.console.errors import Forbidden, SignInRequired
 from gateway.console.render import HERE, error_page

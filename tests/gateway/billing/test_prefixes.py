@@ -45,7 +45,7 @@ def test_without_a_separate_system_prompt_there_is_one_prefix():
 
 def test_leading_system_and_developer_messages_make_the_system_prompt():
     messages = [SYSTEM, {"role": "developer", "content": "Answer in French."}, {"role": "user", "content": "hi"}]
-    whole, system = prefixes_of(prompt=None, messages=messages)
+    _, system = prefixes_of(prompt=None, messages=messages)
     assert system.messages == tuple(messages[:2]) and system.preview == "You are a terse assistant. Answer in French."
 
 

@@ -11,7 +11,13 @@ from gateway.main import create_app
 from tests.gateway.conftest import gateway_settings
 from tests.gateway.console.test_economics_page import cells
 from tests.gateway.console.test_prompts_page import signed_in
-from tests.gateway.support import ADMIN_KEY, FP32, CannedBackend, LiveServer, make_tenant, migrate_and_seed
+from tests.gateway.support import (
+    ADMIN_KEY,
+    CannedBackend,
+    LiveServer,
+    make_tenant,
+    migrate_and_seed,
+)
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 SYSTEM = {"role": "system", "content": "You review <b>pull requests</b> & answer briefly."}

@@ -9,7 +9,14 @@ import httpx
 
 from gateway.main import create_app
 from tests.gateway.conftest import gateway_settings
-from tests.gateway.support import ADMIN_KEY, FP32, CannedBackend, LiveServer, make_tenant, migrate_and_seed
+from tests.gateway.support import (
+    ADMIN_KEY,
+    FP32,
+    CannedBackend,
+    LiveServer,
+    make_tenant,
+    migrate_and_seed,
+)
 
 MODEL = "smollm2-135m-instruct"
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}

@@ -136,7 +136,8 @@ class PrefixRecorder:
         failed: list[Observed] = []
         for (tenant_id, month), group in groups.items():
             try:
-                sightings = [Sighting(s.at, self._prefixes(s)) for s in group]
+                previews: dict[str, str] = {}  # digest -> preview, worked out once per flush
+                sightings = [Sighting(s.at, self._prefixes(s, previews)) for s in group]
                 with self._database.engine.begin() as conn:
                     record_sightings(conn, tenant_id=tenant_id, month=month, sightings=sightings,
                                      cap=self.config.cap)
@@ -147,11 +148,14 @@ class PrefixRecorder:
                 failed.extend(group)
         return failed
 
-    def _prefixes(self, seen: Observed) -> list[SeenPrefix]:
+    def _prefixes(self, seen: Observed, previews: dict[str, str]) -> list[SeenPrefix]:
         out = []
         for p in prefixes_of(prompt=seen.prompt, messages=seen.messages):
             tokens = seen.prompt_tokens if p.kind == "prompt" else self._system_tokens(seen, p)
-            out.append(SeenPrefix(p.kind, p.digest, tokens, p.preview))
+            shown = previews.get(p.digest)
+            if shown is None:
+                shown = previews[p.digest] = p.preview
+            out.append(SeenPrefix(p.kind, p.digest, tokens, shown))
         return out
 
     def _system_tokens(self, seen: Observed, prefix: Prefix) -> int:

@@ -21,8 +21,13 @@ _PREVIEW_SOURCE = 4 * PREVIEW_CHARS
 class Prefix:
     kind: str  # "prompt" | "system"
     digest: str  # sha256 hex
-    preview: str  # the start of what it says (for "prompt", what follows the system prompt)
+    texts: tuple[str, ...]  # what its preview shows (for "prompt", what follows the system prompt)
     messages: tuple[dict, ...] = ()  # a system prompt's messages, for counting its tokens; () for a whole prompt
+
+    @property
+    def preview(self) -> str:
+        """Worked out on demand: a repeated prefix needs its preview only once."""
+        return preview(self.texts)
 
 
 def prefixes_of(*, prompt: str | None, messages: list[dict] | None) -> list[Prefix]:
@@ -30,7 +35,7 @@ def prefixes_of(*, prompt: str | None, messages: list[dict] | None) -> list[Pref
     h = hashlib.sha256(b"t" if messages is None else b"m")  # a completion prompt is never a chat's messages
     if messages is None:
         _feed(h, "", prompt or "")
-        return [Prefix("prompt", _final("prompt", h), preview([prompt or ""]))]
+        return [Prefix("prompt", _final("prompt", h), (prompt or "",))]
     pairs = [(m.get("role", ""), _text(m.get("content"))) for m in messages]
     lead = 0
     while lead < len(pairs) and pairs[lead][0] in SYSTEM_ROLES:
@@ -41,10 +46,10 @@ def prefixes_of(*, prompt: str | None, messages: list[dict] | None) -> list[Pref
     for role, text in pairs[lead:]:
         _feed(h, role, text)
     rest = pairs[lead:] or pairs  # a prompt that is all system prompt previews as itself
-    whole = Prefix("prompt", _final("prompt", h), preview(t for _, t in rest))
+    whole = Prefix("prompt", _final("prompt", h), tuple(t for _, t in rest))
     if lead == 0 or lead == len(pairs):
         return [whole]
-    return [whole, Prefix("system", system, preview(t for _, t in pairs[:lead]), tuple(messages[:lead]))]
+    return [whole, Prefix("system", system, tuple(t for _, t in pairs[:lead]), tuple(messages[:lead]))]
 
 
 def preview(texts) -> str:

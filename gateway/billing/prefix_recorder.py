@@ -20,10 +20,10 @@ from datetime import datetime
 
 from prometheus_client import Counter
 
-from gateway.domain.period import Month
 from gateway.billing.prefixes import Prefix, prefixes_of
 from gateway.crud.prompt_prefixes import SeenPrefix, Sighting, record_sightings
 from gateway.db.database import Database
+from gateway.domain.period import Month
 from gateway.observability.outage import OutageLog
 
 log = logging.getLogger(__name__)

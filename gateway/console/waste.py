@@ -6,14 +6,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from gateway.api.admin.tenants import tenant_or_404
-from gateway.api.deps import SessionDep
-from gateway.api.errors import APIError
-from gateway.api.periods import parse_month
 from gateway.billing.waste import waste_report
 from gateway.console.forms import in_words
 from gateway.console.render import error_page, render
 from gateway.console.viewer import AdminViewerDep
+from gateway.domain.errors import APIError
+from gateway.services.deps import SessionDep
+from gateway.services.periods import parse_month
+from gateway.services.tenants import tenant_or_404
 
 router = APIRouter()
 KINDS = {"system": "system prompt", "prompt": "whole prompt"}

@@ -80,6 +80,11 @@ class Settings(BaseSettings):
     # MaaS economics (gateway.economics.recorder): how often each gateway samples its pool's replicas per version
     # into replica-minutes (at most 60 s, or minutes go unseen); 0 turns the recording off.
     economics_sample_s: float = Field(15.0, ge=0, le=60)
+    # The waste report's own prompt hashing (gateway.billing.prefix_recorder): distinct prefixes (system prompts,
+    # whole prompts) kept per tenant and month, the most repeated (0 turns the hashing off), and how often a
+    # gateway writes what it hashed.
+    waste_prefix_cap: int = Field(1000, ge=0)
+    waste_flush_s: float = Field(1.0, gt=0)
     # Surviving a database outage (gateway.security.authenticator, gateway.billing.spool).
     auth_grace_s: float = Field(300.0, ge=0)  # a cached key keeps working this long past its TTL while the DB is down
     spool_dir: Path | None = None  # ledger rows the DB cannot take; None -> <data_dir>/spool

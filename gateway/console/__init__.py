@@ -5,13 +5,25 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from gateway.console import bills, cache, economics, overview, prompts, routes, signin, tenant, tenants, workers
+from gateway.console import (
+    bills,
+    cache,
+    economics,
+    overview,
+    prompts,
+    routes,
+    signin,
+    tenant,
+    tenants,
+    waste,
+    workers,
+)
 from gateway.console.config import COOKIE
 from gateway.console.errors import Forbidden, SignInRequired
 from gateway.console.render import HERE, error_page
 
 router = APIRouter(prefix="/console", include_in_schema=False)
-for _module in (signin, overview, tenants, tenant, bills, economics, routes, cache, workers, prompts):
+for _module in (signin, overview, tenants, tenant, waste, bills, economics, routes, cache, workers, prompts):
     router.include_router(_module.router)
 
 

@@ -108,6 +108,17 @@ def waste_by_model(session: Session, *, period: Period, tenant_id: str) -> list[
     return [WasteTotals(m, *(int(v) for v in values)) for m, *values in session.execute(stmt)]
 
 
+EMBEDDINGS = "/v1/embeddings"
+
+
+def prompt_input_tokens(session: Session, *, period: Period, tenant_id: str) -> int:
+    """Prompt tokens over `period` of every request that sent a prompt (embeddings aside), cache hits included."""
+    stmt = select(func.coalesce(func.sum(Usage.prompt_tokens), 0)).where(
+        Usage.tenant_id == tenant_id, Usage.created_at >= period.start, Usage.created_at < period.end,
+        Usage.endpoint != EMBEDDINGS)
+    return int(session.scalar(stmt) or 0)
+
+
 def totals_by_prompt_version(session: Session, *, period: Period,
                              tenant_id: str) -> list[tuple[str | None, ModelTotals]]:
     """Per (prompt version, model, kind) sums of a tenant over `period`; None for requests without a prompt

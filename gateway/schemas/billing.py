@@ -1,8 +1,9 @@
 """Bill and usage shapes. Money is a decimal STRING ("0.0001234"): exact, never a float."""
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, PlainSerializer, SerializeAsAny
 
@@ -106,6 +107,17 @@ class WasteLine(BaseModel):
     semantic_cache_tokens_saved: int  # their prompt + completion tokens, which no engine computed
 
 
+class RepeatedPrompt(BaseModel):
+    """A prefix the tenant sent more than once in the month, as the gateway hashed it."""
+    kind: Literal["system", "prompt"]  # its system prompt, or a whole prompt (system prompt and messages)
+    tokens: int
+    times_seen: int
+    repeated_tokens: int  # tokens x (times_seen - 1): what its repeats sent again
+    first_seen: datetime
+    last_seen: datetime
+    preview: str  # its first 80 characters (for a whole prompt, what follows its system prompt): the tenant's data
+
+
 class WasteReport(BaseModel):
     """GET /admin/tenants/{id}/waste: how much of a tenant's month repeats itself, per model and in all."""
     object: str = "waste_report"
@@ -113,7 +125,15 @@ class WasteReport(BaseModel):
     month: str
     input_tokens: int
     prefix_cached_tokens: int
-    repeated_input_share: float  # over the engine-served input of every model
+    repeated_input_share: float  # the engine's prefix cache: over the engine-served input of every model
     semantic_cache_hits: int
     semantic_cache_tokens_saved: int
+    # The gateway's own hashing of every chat, completions, responses and messages request (embeddings aside):
+    # their prompt tokens, the tokens of each request's longest prefix (its whole prompt, else its system prompt)
+    # already sent earlier in the month, and that share.
+    hashed_input_tokens: int = 0
+    hashed_repeated_tokens: int = 0
+    hashed_repeated_share: float = 0.0
+    distinct_prefixes: int = 0  # prefixes kept for the month (at most the gateway's TOLLGATE_WASTE_PREFIX_CAP)
+    longest_repeated: list[RepeatedPrompt] = []  # the top 10 by repeated_tokens
     models: list[WasteLine]

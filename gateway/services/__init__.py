@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from gateway.alerts import Alerts, AlertsConfig
 from gateway.batch.uploads import UploadSlots
 from gateway.billing.ledger import Ledger
+from gateway.billing.prefix_recorder import PrefixConfig, PrefixRecorder
 from gateway.billing.prices import PriceBook, batch_discounts
 from gateway.billing.spool import Spool, SpoolConfig
 from gateway.catalogue import Catalogue, load_catalogue
@@ -133,6 +134,7 @@ class Services:
     upstreams: LiveUpstreams | None = None  # external upstreams (gateway/upstreams) when the catalogue names any
     uploads: UploadSlots | None = None  # POST /v1/files in progress per tenant (gateway.batch.uploads)
     secret_box: SecretBox | None = None  # seals secrets at rest (gateway.security.secret_box); set by build()
+    prefixes: PrefixRecorder | None = None  # the waste report's prompt hashing (gateway.billing.prefix_recorder)
     started_at: float = field(default_factory=time.time)
 
     def __post_init__(self) -> None:
@@ -179,6 +181,9 @@ class Services:
             guardrails=GuardrailStore(database),
             upstreams=upstreams,
             secret_box=box,
+            prefixes=PrefixRecorder(database, PrefixConfig(cap=settings.waste_prefix_cap,
+                                                           flush_s=settings.waste_flush_s),
+                                    count=_system_counter(backend)),
         )
 
     async def start(self) -> None:
@@ -191,6 +196,8 @@ class Services:
                                "(run `tollgate migrate` to seed catalogue prices, or set them via the admin API)")
         await self.limiter.start()
         await self.ledger.start()
+        if self.prefixes is not None:
+            await self.prefixes.start()
         try:
             await self.backend.start()
         except BaseException:
@@ -231,6 +238,8 @@ class Services:
             await self.recorder.start()
 
     async def _unwind(self) -> None:
+        if self.prefixes is not None:
+            await self.prefixes.close()
         await self.ledger.close()
         await self.limiter.stop()
 
@@ -285,6 +294,8 @@ class Services:
         finally:
             await self.events.stop()
             await self.ledger.close()  # its last rows may cross a budget: their events wait in the outbox
+            if self.prefixes is not None:
+                await self.prefixes.close()  # what the last requests sent, hashed and written
             if self.alerts is not None:
                 await self.alerts.stop()
             await self.limiter.stop()
@@ -303,6 +314,14 @@ def _train_classifier(embedder, config):
     from gateway.routing.classifier import TaskClassifier, load_examples
 
     return TaskClassifier.train(embedder, load_examples(config.file), config.threshold)
+
+
+def _system_counter(backend: ModelBackend):
+    """A system prompt's tokens as the version counts a prompt of only those messages (its chat template's
+    opening of the answer included, a few tokens over the prefix itself)."""
+    def count(version: str, messages: list[dict]) -> int:
+        return backend.count_prompt_tokens(version, messages=messages)
+    return count
 
 
 def cache_savings(prices: PriceBook):

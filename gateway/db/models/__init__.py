@@ -7,6 +7,7 @@ from gateway.db.models.guardrail import TenantGuardrails
 from gateway.db.models.price import Price
 from gateway.db.models.prompt import Prompt, PromptVersionRow
 from gateway.db.models.prompt_label import PromptLabel, PromptLabelMove
+from gateway.db.models.prompt_prefix import PromptPrefix
 from gateway.db.models.replica_minute import ReplicaMinute
 from gateway.db.models.reservation import Reservation
 from gateway.db.models.response import StoredResponse
@@ -19,6 +20,6 @@ from gateway.db.models.webhook import Webhook
 from gateway.db.models.webhook_delivery import WebhookDelivery
 
 __all__ = ["AlertMark", "ApiKey", "Batch", "BatchFile", "BatchLine", "Price", "Prompt", "PromptLabel",
-           "PromptLabelMove", "PromptVersionRow", "ReplicaMinute", "Reservation",
+           "PromptLabelMove", "PromptPrefix", "PromptVersionRow", "ReplicaMinute", "Reservation",
            "RouteRules", "StoredResponse", "Tenant",
            "TenantGuardrails", "UpstreamOverride", "Usage", "VersionCost", "Webhook", "WebhookDelivery"]

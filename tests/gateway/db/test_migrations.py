@@ -7,7 +7,7 @@ from gateway.db.base import Base
 from gateway.db.database import normalise_url
 from gateway.db.migrate import downgrade, upgrade
 
-OURS = {"tenants", "api_keys", "prices", "usage_ledger", "version_costs", "replica_minutes"}
+OURS = {"tenants", "api_keys", "prices", "usage_ledger", "version_costs", "replica_minutes", "prompt_prefixes"}
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -9,6 +9,7 @@ import anyio
 
 from gateway.api.v1.pipeline.job import Job
 from gateway.billing.ledger import UsageRecord
+from gateway.billing.prefix_recorder import Observed
 from gateway.limits.limiter import Reservation
 from gateway.schemas.openai import Usage
 from gateway.serving.base import GenerationChunk
@@ -167,6 +168,7 @@ class Run:
                 svc.metrics.record_usage(self.principal.tenant_id, model, prompt=self.prompt_tokens,
                                          completion=self.completion_tokens, cached=self.cached_tokens,
                                          cost=float(cost))
+                self._observe_input(rec)
             svc.metrics.requests.labels(self.principal.tenant_id, model, self.endpoint, status).inc()
             # A batch line's times are mostly its wait for idle steps: they would say nothing about a version's
             # speed, and must not trip a canary's rollback or fill the interactive latency histograms.
@@ -182,6 +184,15 @@ class Run:
             self._leave()
             raise
         return rec
+
+    def _observe_input(self, rec: UsageRecord) -> None:
+        """Hand what the tenant sent to the waste report's hashing (queued: hashed and written off this path)."""
+        prefixes = getattr(self.svc, "prefixes", None)  # a Services without the component hashes nothing
+        if prefixes is None or self.job is None:  # embeddings carry no prompt to repeat
+            return
+        prefixes.observe(Observed(tenant_id=rec.tenant_id, at=rec.created_at, prompt_tokens=self.prompt_tokens,
+                                  version=self.version or next(iter(self.candidates), None),
+                                  prompt=self.job.prompt, messages=self.job.messages))
 
     def _leave(self) -> None:
         if self._left:

@@ -4,12 +4,25 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import func, or_, select
+import hashlib
+
+from sqlalchemy import false, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from gateway.crud.commit import AuditHook, commit
 from gateway.db.models.reservation import Reservation
 from gateway.db.types import utcnow
+
+
+def hold_model(session: Session, *, model: str) -> None:
+    """Hold off every other reservation write on `model` until this transaction ends, so that two requests racing
+    for the last capacity cannot both pass the check. PostgreSQL: the model's advisory lock. SQLite: its one write
+    lock, taken by a write that changes nothing."""
+    if session.get_bind().dialect.name == "postgresql":
+        key = int.from_bytes(hashlib.sha256(f"reservations:{model}".encode()).digest()[:8], "big", signed=True)
+        session.execute(select(func.pg_advisory_xact_lock(key)))
+    else:
+        session.execute(update(Reservation).where(false()).values(model=Reservation.model))
 
 
 def create_reservation(session: Session, *, tenant_id: str, model: str, output_tokens_per_s: float,

@@ -4,7 +4,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from gateway.api.admin.auditing import AuditorDep
-from gateway.crud.reservations import create_reservation, end_reservation, get_reservation, list_reservations
+from gateway.crud.reservations import (create_reservation, end_reservation, get_reservation, hold_model,
+                                        list_reservations)
 from gateway.db.types import utcnow
 from gateway.domain.errors import APIError, model_not_found, not_found
 from gateway.economics.capacity import Capacity, model_capacity
@@ -52,6 +53,7 @@ def create(tenant_id: str, body: ReservationCreate, session: SessionDep, service
     tenant_or_404(session, tenant_id)
     if body.model not in services.catalogue.models:
         raise model_not_found(body.model)
+    hold_model(session, model=body.model)  # the check and the write as one step against a racing POST
     capacity = model_capacity(session, services.catalogue, body.model, now=utcnow())
     if body.output_tokens_per_s > capacity.available_tokens_per_s:
         raise OverCapacity(capacity, body.output_tokens_per_s)

@@ -1,6 +1,7 @@
 """Reserved throughput's admin shapes and its bill lines: POST/GET/DELETE /admin/tenants/{id}/reservations, the
 409 naming the capacity, and a bill's reservation_fee line (prorated fee, the tokens it covered) beside usage
 lines that bill only the tokens over it."""
+import asyncio
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -54,6 +55,13 @@ async def test_over_capacity_is_409_with_the_figures(admin_http):
     assert error["basis"] == {f"{MODEL}@fp32": "benchmark", f"{MODEL}@bf16": "unknown"}
     assert "261" in error["message"] and "61" in error["message"]
     assert (await reserve(admin_http, b, CAPACITY - 200)).status_code == 201  # exactly what is left
+
+
+async def test_two_posts_racing_for_the_last_capacity_get_one_201_and_one_409(admin_http):
+    a, _ = await new_tenant_key(admin_http, "race-a")
+    b, _ = await new_tenant_key(admin_http, "race-b")
+    first, second = await asyncio.gather(reserve(admin_http, a, 200), reserve(admin_http, b, 200))
+    assert sorted([first.status_code, second.status_code]) == [201, 409]
 
 
 async def test_an_ended_reservation_frees_its_capacity(admin_http):

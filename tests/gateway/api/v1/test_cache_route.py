@@ -321,7 +321,7 @@ async def test_a_store_in_flight_at_shutdown_lands_and_the_next_process_serves_i
 def persisted(url: str, tenant_id: str) -> list:
     from sqlalchemy import select
 
-    from gateway.cache.table import SemanticCacheEntryRow
+    from gateway.db.models.semantic_cache_entry import SemanticCacheEntryRow
 
     database = Database(url)
     try:

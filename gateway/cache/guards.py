@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z\-]*(?:['’][a-z]+)?|\d+(?:[.,]\d+)*")
+_WORD = re.compile(r"[A-Za-z]+(?:['’][a-z]+)?|\d+(?:[.,]\d+)*")  # "3-month-old": 3, month, old
 _SENTENCE = re.compile(r"(?:^|[.?!:;\n])\s*")
 # Read as one negation wherever they stand. Contractions typed without the apostrophe ("dont", "wont")
 # are what users type; the bare "no" counts ("is there no way").
@@ -155,7 +155,7 @@ def antonyms(a: Facts, b: Facts, lexicon: Lexicon) -> bool:
 
 def _named_in(name: str, other: Facts) -> bool:
     """`name` appears on the other side: in any case, as initials ("US"), or misspelt ("pyhton")."""
-    if name in other.words or name in other.acronyms or any(name in w for w in other.words if "-" in w):
+    if name in other.words or name in other.acronyms:
         return True
     return len(name) > 4 and bool(difflib.get_close_matches(name, other.words, n=1, cutoff=0.8))
 
@@ -167,14 +167,17 @@ def entities(a: Facts, b: Facts, lexicon: Lexicon) -> bool:
 
 
 def roles(a: Facts, b: Facts, lexicon: Lexicon) -> bool:
-    """The same words with two spans traded ("from London to New York" / "from New York to London", "baking
-    soda instead of baking powder")."""
-    ops = [op for op in difflib.SequenceMatcher(a=a.words, b=b.words, autojunk=False).get_opcodes()
-           if op[0] != "equal"]
-    if len(ops) != 2 or ops[0][0] != "replace" or ops[1][0] != "replace":
+    """Not the same words with two spans traded across a middle that stays ("from London to New York" /
+    "from New York to London", "baking soda instead of baking powder"). A clause moved whole has no middle:
+    "From Porto, how do I get to Braga?" / "How do I get to Braga from Porto?" agree."""
+    x, y = list(a.words), list(b.words)
+    while x and y and x[0] == y[0]:
+        x, y = x[1:], y[1:]
+    while x and y and x[-1] == y[-1]:
+        x, y = x[:-1], y[:-1]
+    if len(x) != len(y) or sorted(x) != sorted(y):
         return True
-    (_, i1, i2, j1, j2), (_, k1, k2, l1, l2) = ops
-    return not (a.words[i1:i2] == b.words[l1:l2] and a.words[k1:k2] == b.words[j1:j2])
+    return not any(y == x[j:] + x[i:j] + x[:i] for i in range(1, len(x) - 1) for j in range(i + 1, len(x)))
 
 
 Guard = Callable[[Facts, Facts, Lexicon], bool]  # True: the two sides agree on this fact

@@ -185,6 +185,11 @@ GUARDS: dict[str, Guard] = {"numbers": numbers, "units": units, "negation": nega
                             "entities": entities, "roles": roles}
 
 
+def same_words(a: str, b: str) -> bool:
+    """The same words in the same order, case and punctuation aside ("what is the capital of france ?")."""
+    return [w.lower() for w in _WORD.findall(a)] == [w.lower() for w in _WORD.findall(b)]
+
+
 def first_disagreement(query: str, candidate: str, lexicon: Lexicon,
                        guards: dict[str, Guard] = GUARDS) -> str | None:
     """The name of the first guard the two texts disagree on, or None."""

@@ -2,7 +2,7 @@
 the pair judge decides (judge.py). Without a judge only near-identical questions pass (`unjudged_cosine`)."""
 from __future__ import annotations
 
-from gateway.cache.guards import GUARDS, Guard, Lexicon, first_disagreement, shared_lexicon
+from gateway.cache.guards import GUARDS, Guard, Lexicon, first_disagreement, same_words, shared_lexicon
 from gateway.cache.judge import PairJudge
 
 
@@ -26,7 +26,10 @@ class Verifier:
 
     def judged(self, query: str, candidate: str, score: float, earlier: str = "",
                stored_earlier: str = "") -> str | None:
-        """A pair the guards let through: "judge" when the judge (or, without one, the cosine) refuses it."""
+        """A pair the guards let through: "judge" when the judge (or, without one, the cosine) refuses it. The
+        same words differently cased or punctuated need no judge (it reads such pairs as hard negatives)."""
+        if self.guards and same_words(query, candidate) and same_words(earlier, stored_earlier):
+            return None
         if self.judge is None:
             return None if not self.guards or score >= self.unjudged_cosine else "cosine"
         return None if self.judge.accepts(self.judge.probability(query, candidate, earlier, stored_earlier)) \

@@ -41,6 +41,10 @@ def test_paraphrases_pass(verifier, stored, asked):
     assert verifier.refusal(asked, stored) is None
 
 
+def test_the_same_words_differently_cased_or_punctuated_need_no_judge(verifier):
+    assert verifier.refusal("what is the capital of france ?", "What is the capital of France?") is None
+
+
 def test_earlier_turns_are_guarded_too(verifier):
     assert verifier.guard_refusal("What should I pack?", "What should I pack?", "I'm off to Oslo.",
                                   "I'm off to Bergen.") == "context:entities"

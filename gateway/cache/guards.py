@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-_WORD = re.compile(r"[A-Za-z]+(?:['’][a-z]+)?|\d+(?:[.,]\d+)*")  # "3-month-old": 3, month, old
+_WORD = re.compile(r"[A-Za-z]+(?:['’][a-z]+)?[+#]*|\d+(?:[.,]\d+)*")  # "3-month-old": 3, month, old; "C++"
 _SENTENCE = re.compile(r"(?:^|[.?!:;\n])\s*")
 # Read as one negation wherever they stand. Contractions typed without the apostrophe ("dont", "wont")
 # are what users type; the bare "no" counts ("is there no way").
@@ -186,8 +186,10 @@ GUARDS: dict[str, Guard] = {"numbers": numbers, "units": units, "negation": nega
 
 
 def same_words(a: str, b: str) -> bool:
-    """The same words in the same order, case and punctuation aside ("what is the capital of france ?")."""
-    return [w.lower() for w in _WORD.findall(a)] == [w.lower() for w in _WORD.findall(b)]
+    """The same words, case, punctuation and order aside ("Can rabbits safely eat carrot tops?" / "can rabbits
+    eat carrot tops safely"). Once roles() found no trade, such pairs are paraphrases: 344 of 349 across the
+    tuning splits and `train` (benchmarks/data/semantic_cache_eval), where the judge doubts many of them."""
+    return sorted(w.lower() for w in _WORD.findall(a)) == sorted(w.lower() for w in _WORD.findall(b))
 
 
 def first_disagreement(query: str, candidate: str, lexicon: Lexicon,

@@ -27,7 +27,8 @@ class Verifier:
     def judged(self, query: str, candidate: str, score: float, earlier: str = "",
                stored_earlier: str = "") -> str | None:
         """A pair the guards let through: "judge" when the judge (or, without one, the cosine) refuses it. The
-        same words differently cased or punctuated need no judge (it reads such pairs as hard negatives)."""
+        same words reordered, recased or repunctuated need no judge (it reads many such pairs as hard negatives:
+        they look like the one-word changes it was trained to refuse)."""
         if self.guards and same_words(query, candidate) and same_words(earlier, stored_earlier):
             return None
         if self.judge is None:

@@ -11,12 +11,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.semantic_cache_corpus import load  # noqa: E402
-from gateway.cache import DEFAULT_THRESHOLD, CacheConfig  # noqa: E402
-from gateway.cache.guards import same_words  # noqa: E402
-from gateway.cache.semantic_cache import default_judge  # noqa: E402
-from gateway.cache.verify import Verifier  # noqa: E402
-from gateway.embedding import Embedder, EmbedderConfig  # noqa: E402
+from benchmarks.semantic_cache_corpus import load
+from gateway.cache import DEFAULT_THRESHOLD, CacheConfig
+from gateway.cache.guards import same_words
+from gateway.cache.semantic_cache import default_judge
+from gateway.cache.verify import Verifier
+from gateway.embedding import Embedder, EmbedderConfig
 
 BARS = (0.5, 0.8, 0.9, 0.95, 0.97, 0.98, 0.99)
 

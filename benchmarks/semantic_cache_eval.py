@@ -32,13 +32,19 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gateway.cache import DEFAULT_THRESHOLD, CacheConfig, CacheRequest, SemanticCache, TenantCachePolicy  # noqa: E402
-from gateway.cache.keys import exact_key, namespace_key  # noqa: E402
-from gateway.cache.types import CachedAnswer, CacheEntry  # noqa: E402
-from gateway.cache.judge import JudgeConfig  # noqa: E402
-from gateway.cache.guards import GUARDS  # noqa: E402
-from gateway.cache.verify import Verifier  # noqa: E402
-from gateway.embedding import Embedder, EmbedderConfig  # noqa: E402
+from gateway.cache import (
+    DEFAULT_THRESHOLD,
+    CacheConfig,
+    CacheRequest,
+    SemanticCache,
+    TenantCachePolicy,
+)
+from gateway.cache.guards import GUARDS
+from gateway.cache.judge import JudgeConfig
+from gateway.cache.keys import exact_key, namespace_key
+from gateway.cache.types import CachedAnswer, CacheEntry
+from gateway.cache.verify import Verifier
+from gateway.embedding import Embedder, EmbedderConfig
 
 BASELINE_THRESHOLD = 0.95
 Z95 = 1.959964
@@ -47,7 +53,9 @@ Z95 = 1.959964
 def load_pairs(split: str, path: str | None) -> list[dict]:
     if path:
         return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-    from benchmarks.semantic_cache_corpus import load  # the corpus' own loader (checks the seal of test)
+    from benchmarks.semantic_cache_corpus import (
+        load,  # the corpus' own loader (checks the seal of test)
+    )
 
     return load(split)
 

@@ -74,11 +74,7 @@ class Lexicon:
         self.load()
         if word in _NOT_UNITS or len(word) < 2 or not word.isalpha():
             return None
-        try:
-            parsed = self._units.parse_unit_name(word)
-        except Exception:  # pint raises its own errors on odd names: not a unit
-            return None
-        for prefix, name, _ in parsed:
+        for prefix, name, _ in self._units.parse_unit_name(word):  # () when pint knows no such unit
             spelt = word.startswith(prefix) and word[len(prefix):] in (name, name + "s", name + "es")
             if not (spelt or after_number):
                 continue

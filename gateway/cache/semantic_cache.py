@@ -23,7 +23,13 @@ from gateway.cache.memory import EntryStore
 from gateway.cache.metrics import CacheMetrics
 from gateway.cache.policy import bypass_reason, refusal_reason
 from gateway.cache.truncation import fit
-from gateway.cache.types import CachedAnswer, CacheEntry, CacheLookup, CacheRequest, CacheStats
+from gateway.cache.types import (
+    CachedAnswer,
+    CacheEntry,
+    CacheLookup,
+    CacheRequest,
+    CacheStats,
+)
 from gateway.cache.verify import Verifier
 from gateway.crud.semantic_cache import CacheRepository
 from gateway.embedding.embedder import Embedder

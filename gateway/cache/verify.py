@@ -2,7 +2,14 @@
 the pair judge decides (judge.py). Without a judge only near-identical questions pass (`unjudged_cosine`)."""
 from __future__ import annotations
 
-from gateway.cache.guards import GUARDS, Guard, Lexicon, first_disagreement, same_words, shared_lexicon
+from gateway.cache.guards import (
+    GUARDS,
+    Guard,
+    Lexicon,
+    first_disagreement,
+    same_words,
+    shared_lexicon,
+)
 from gateway.cache.judge import PairJudge
 
 

@@ -11,9 +11,9 @@ from sqlalchemy import Engine, delete, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
+from gateway.db.errors import database_unavailable
 from gateway.db.models.semantic_cache_entry import SemanticCacheEntryRow
 from gateway.domain.cache import STORABLE_FINISH_REASONS, CachedAnswer, CacheEntry
-from gateway.db.errors import database_unavailable
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ class CacheEntry:
     question: str
     answer: CachedAnswer
     # np.ndarray [dim] float32 until indexed and persisted; then None (the FAISS index keeps the only copy).
-    vector: "object | None"
+    vector: object | None
     created_at: float
     expires_at: float | None  # None: never
     hits: int = 0

@@ -23,13 +23,19 @@ from gateway.api.v1.pipeline.guard import as_api_error
 from gateway.api.v1.pipeline.output_guard import OutputGuard
 from gateway.api.v1.pipeline.respond import Format, Keep, headers, sse_event
 from gateway.api.v1.pipeline.run import Run
-from gateway.cache import CachedAnswer, CacheLookup, CacheRequest, SemanticCache, TenantCachePolicy
+from gateway.cache import (
+    CachedAnswer,
+    CacheLookup,
+    CacheRequest,
+    SemanticCache,
+    TenantCachePolicy,
+)
 from gateway.cache.from_chat import cache_request, tenant_policy
 from gateway.cache.truncation import token_ends
 from gateway.guardrails.errors import ContentBlocked, GuardrailFailed
 from gateway.schemas.openai import ChatCompletionRequest
-from gateway.serving.base import CompletionDelta, GenerationRequest
 from gateway.services import Services
+from gateway.serving.base import CompletionDelta, GenerationRequest
 
 log = logging.getLogger("tollgate.cache")
 

@@ -6,7 +6,7 @@ import pytest
 from gateway.cache import CacheConfig, CacheRequest, TenantCachePolicy
 from tests.gateway.cache.conftest import FixedScorer, ask
 
-ANSWER = dict(answer_text="Paris.", prompt_tokens=12, completion_tokens=3, finish_reason="stop")
+ANSWER = {"answer_text": "Paris.", "prompt_tokens": 12, "completion_tokens": 3, "finish_reason": "stop"}
 
 
 async def put(cache, request, policy, text="an answer"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import threading
 import time
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -158,23 +159,36 @@ def test_a_streamed_hit_replays_the_text_as_chunks(server, backend, db):
     assert wait_usage_rows(db[1], tenant_id, 2)[-1].cache_hit
 
 
-def test_an_exact_repeat_sent_as_the_answer_ends_hits(server, backend, db):
+def test_an_exact_repeat_sent_as_the_answer_ends_hits(server, backend, db, monkeypatch):
     """Read-your-writes: the entry is stored off the response path, but a repeat sent the moment the first
-    answer's last chunk arrives (the stream still open), or its whole body, is already a hit."""
+    answer's last chunk arrives (the stream still open), or its whole body, is already a hit. Storing is held
+    back until the repeats are answered, so they can only hit by the hold."""
+    cache = server.server.config.app.state.services.cache
+    gate, store = threading.Event(), cache.store_sync
+
+    def gated_store(*args, **kwargs):
+        assert gate.wait(30), "the test never opened the gate"
+        return store(*args, **kwargs)
+
+    monkeypatch.setattr(cache, "store_sync", gated_store)
     tenant_id, key = make_tenant(db[1])
     body = {**ask("Name a secondary colour."), "stream": True}
-    with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=body, timeout=30,
-                      headers={"Authorization": f"Bearer {key}"}) as first:
-        assert first.headers["x-tollgate-cache"] == "miss"
-        for line in first.iter_lines():
-            if line.startswith("data: {") and json.loads(line[6:])["choices"][0]["finish_reason"] == "stop":
-                break  # the last chunk of the answer: ask again now
-        repeat = chat(server, key, ask("Name a secondary colour."))
-    assert repeat.headers["x-tollgate-cache"] == "hit", repeat.headers
-    calls = len(backend.served)
-    assert chat(server, key, ask("Name a tertiary colour.")).headers["x-tollgate-cache"] == "miss"
-    assert chat(server, key, ask("Name a tertiary colour.")).headers["x-tollgate-cache"] == "hit"
-    assert len(backend.served) == calls + 1
+    try:
+        with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=body, timeout=30,
+                          headers={"Authorization": f"Bearer {key}"}) as first:
+            assert first.headers["x-tollgate-cache"] == "miss"
+            for line in first.iter_lines():
+                if line.startswith("data: {") and json.loads(line[6:])["choices"][0]["finish_reason"] == "stop":
+                    break  # the last chunk of the answer: ask again now
+            repeat = chat(server, key, ask("Name a secondary colour."))
+        assert repeat.headers["x-tollgate-cache"] == "hit", repeat.headers
+        calls = len(backend.served)
+        assert chat(server, key, ask("Name a tertiary colour.")).headers["x-tollgate-cache"] == "miss"
+        assert chat(server, key, ask("Name a tertiary colour.")).headers["x-tollgate-cache"] == "hit"
+        assert len(backend.served) == calls + 1 and stats(server, tenant_id)["entries"] == 0  # none stored yet
+    finally:
+        gate.set()
+    wait_stored(server, tenant_id, 2)
 
 
 def test_a_paraphrase_is_a_semantic_hit(server, backend, db):

@@ -19,7 +19,6 @@ from collections.abc import Awaitable, Callable
 from gateway.cache.audit import AccuracyAudit
 from gateway.cache.keys import normalise
 from gateway.cache.metrics import CacheMetrics
-from gateway.cache.word_vectors import embed_many
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +53,7 @@ class LiveCheck:
             return True
         if not served.strip() or not fresh.strip():
             return False
-        a, b = embed_many(self._embedder, [served, fresh])
+        a, b = self._embedder.embed_one(served), self._embedder.embed_one(fresh)
         return float(a @ b) >= self.config.agree_similarity
 
     async def _check(self, tenant_id: str, served: str, generate: Generate) -> None:

@@ -8,8 +8,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from gateway.cache.index import IndexConfig, NamespaceIndex
 from gateway.cache.types import CacheEntry
+from gateway.embedding.vector_index import IndexConfig, NamespaceIndex
 
 
 class EntryStore:

@@ -3,10 +3,7 @@ from __future__ import annotations
 
 from gateway.cache.config import TenantCachePolicy
 from gateway.cache.types import CacheRequest
-
-# "stop" is a complete answer; "length" one cut at the request's max_tokens, which serves requests with an
-# equal or smaller limit (truncation.py). "tool_calls" acts, "error" and "abort" are not answers.
-STORABLE_FINISH_REASONS = frozenset({"stop", "length"})
+from gateway.domain.cache import STORABLE_FINISH_REASONS
 
 
 def bypass_reason(request: CacheRequest, policy: TenantCachePolicy) -> str | None:

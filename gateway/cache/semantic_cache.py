@@ -1,7 +1,7 @@
-"""The semantic cache: an exact tier, then a per-namespace vector search checked by guards.
+"""The semantic cache: an exact tier, then a per-namespace vector search checked by the verifier.
 
-Glue only: keys come from keys.py, the may-I decisions from policy.py, the verification from
-verify.py (guards.py, then alignment.py), memory from memory.py, persistence from repository.py.
+Glue only: keys come from keys.py, the may-I decisions from policy.py, the verification from verify.py
+(guards.py, then the pair judge), memory from memory.py, persistence from gateway/crud/semantic_cache.py.
 """
 from __future__ import annotations
 
@@ -14,22 +14,24 @@ from collections.abc import Callable
 
 import faiss
 
-from gateway.cache.config import CacheConfig, TenantCachePolicy
-from gateway.cache.alignment import Aligner
 from gateway.cache.audit import AccuracyAudit
-from gateway.cache.guards import GUARDS, Guard
+from gateway.cache.config import CacheConfig, TenantCachePolicy
 from gateway.cache.judge import PairJudge
 from gateway.cache.keys import Uncacheable, context, exact_key, namespace_key, question
 from gateway.cache.live_check import LiveCheck
 from gateway.cache.memory import EntryStore
 from gateway.cache.metrics import CacheMetrics
 from gateway.cache.policy import bypass_reason, refusal_reason
-from gateway.cache.repository import CacheRepository
-from gateway.cache.spelling import Speller
 from gateway.cache.truncation import fit
-from gateway.cache.types import CachedAnswer, CacheEntry, CacheLookup, CacheRequest, CacheStats
+from gateway.cache.types import (
+    CachedAnswer,
+    CacheEntry,
+    CacheLookup,
+    CacheRequest,
+    CacheStats,
+)
 from gateway.cache.verify import Verifier
-from gateway.cache.word_vectors import WordVectors, embed_many
+from gateway.crud.semantic_cache import CacheRepository
 from gateway.embedding.embedder import Embedder
 
 log = logging.getLogger(__name__)
@@ -52,17 +54,15 @@ def default_judge(config: CacheConfig) -> PairJudge | None:
 class SemanticCache:
     def __init__(self, embedder: Embedder, config: CacheConfig | None = None, *,
                  repository: CacheRepository | None = None, metrics: CacheMetrics | None = None,
-                 savings: Savings | None = None, guards: dict[str, Guard] = GUARDS,
-                 verifier: Verifier | None = None, clock: Callable[[], float] = time.time) -> None:
+                 savings: Savings | None = None, verifier: Verifier | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.config = config or CacheConfig()
         self.embedder = embedder
         self.metrics = metrics or CacheMetrics()
         self._repository = repository
         self._savings = savings
-        # The guards, then the content-word alignment, on every candidate above the threshold.
-        self.verifier = verifier or Verifier(Aligner(WordVectors(embedder), self.config.alignment), guards,
-                                             similarity=self._similarity, mend=self.guard_text,
-                                             vector_floor=self.config.vector_floor, judge=default_judge(self.config))
+        # The guards, then the pair judge, on every candidate above the threshold.
+        self.verifier = verifier or Verifier(default_judge(self.config), unjudged_cosine=self.config.unjudged_cosine)
         # A sampled fraction of hits is answered again by the model (live_check.py); disagreements
         # tighten the tenant's threshold (audit.py).
         self.audit = AccuracyAudit(self.config.audit)
@@ -72,8 +72,8 @@ class SemanticCache:
         self._store = EntryStore(embedder.dim, self.config.index)
         self._lock = threading.Lock()
         self._stats: dict[str, CacheStats] = {}
-        self._warm_stop = threading.Event()
-        self._speller: Speller | None = None  # built at the first search (or by warm())
+        # exact key -> (tenant, answer, expires_at): answers sent but not yet stored (hold())
+        self._held: dict[str, tuple[str, CachedAnswer, float | None]] = {}
         self._warming: threading.Thread | None = None
 
     # --- public, async: the work runs in a thread so the event loop never waits on torch/FAISS/SQL
@@ -85,9 +85,39 @@ class SemanticCache:
                     prompt_tokens: int, completion_tokens: int, finish_reason: str,
                     token_ends: tuple[int, ...] = ()) -> str | None:
         """The new entry's id, or None when the answer may not be cached. `token_ends` (truncation.py) let it
-        serve smaller max_tokens too."""
-        return await asyncio.to_thread(self.store_sync, request, policy, answer_text,
-                                       prompt_tokens, completion_tokens, finish_reason, token_ends)
+        serve smaller max_tokens too. Ends what hold() began for this request, stored or not."""
+        try:
+            return await asyncio.to_thread(self.store_sync, request, policy, answer_text,
+                                           prompt_tokens, completion_tokens, finish_reason, token_ends)
+        finally:
+            self.release(request)
+
+    def hold(self, request: CacheRequest, policy: TenantCachePolicy, answer_text: str, prompt_tokens: int,
+             completion_tokens: int, finish_reason: str) -> bool:
+        """Serve exact repeats of `request` this answer from now on, while store() embeds and persists it
+        (read-your-writes: the client that got the answer may ask again at once). Call it before the
+        answer's end reaches the client; store() ends the hold. False when the answer may not be cached."""
+        if bypass_reason(request, policy) or refusal_reason(finish_reason, answer_text, prompt_tokens,
+                                                            completion_tokens, request.max_tokens):
+            return False
+        try:
+            key = exact_key(namespace_key(request), question(request), context(request))
+        except Uncacheable:
+            return False
+        answer = CachedAnswer(answer_text, prompt_tokens, completion_tokens, finish_reason, request.max_tokens)
+        expires = self._clock() + policy.ttl_s if policy.ttl_s else None
+        with self._lock:
+            self._held[key] = (request.tenant_id, answer, expires)
+        return True
+
+    def release(self, request: CacheRequest) -> None:
+        """End hold() for `request` (its entry is stored, or will not be)."""
+        try:
+            key = exact_key(namespace_key(request), question(request), context(request))
+        except Uncacheable:
+            return
+        with self._lock:
+            self._held.pop(key, None)
 
     async def invalidate(self, tenant_id: str, entry_id: str | None = None) -> int:
         """Drop one entry of the tenant, or all of them; the number removed."""
@@ -143,12 +173,17 @@ class SemanticCache:
         now = self._clock()
         expired: list[str] = []
         try:
+            key = exact_key(namespace, text, earlier)
             with self._lock:
-                entry = self._live(self._store.by_exact_key(exact_key(namespace, text, earlier)), now, expired)
+                entry = self._live(self._store.by_exact_key(key), now, expired)
                 answer = fit(entry.answer, request.max_tokens) if entry is not None else None
                 if answer is not None:
                     return self._hit(entry, answer, 1.0, "exact")
-            vector = self.embedder.embed_one(self.search_text(text))  # outside the lock: the slow part
+                held = self._held.get(key)
+                answer = fit(held[1], request.max_tokens) if held and (held[2] is None or now < held[2]) else None
+                if answer is not None:
+                    return CacheLookup("hit", entry=answer, score=1.0, tier="exact")
+            vector = self.embedder.embed_one(text)  # outside the lock: the slow part
             return self._semantic(request, text, earlier, namespace, vector, policy, now, expired)
         finally:
             if expired and self._repository is not None:
@@ -166,7 +201,7 @@ class SemanticCache:
     def _semantic(self, request: CacheRequest, text: str, earlier: str, namespace: str, vector,
                   policy: TenantCachePolicy, now: float, expired: list[str]) -> CacheLookup:
         """The best neighbour above the threshold that the verifier accepts. The verifier runs outside the
-        lock (it may embed a few words); a candidate evicted meanwhile is skipped."""
+        lock (the judge takes milliseconds); a candidate evicted meanwhile is skipped."""
         threshold = self.threshold(request.tenant_id, policy)
         with self._lock:
             candidates = []
@@ -176,47 +211,29 @@ class SemanticCache:
                 answer = fit(entry.answer, request.max_tokens) if self._live(entry, now, expired) else None
                 if answer is not None:  # None: expired, or cut shorter than this request allows
                     candidates.append((entry, answer, score))
-        # The judge's budget goes first to pairs the rules accept (a veto), best cosine first; what is left of
-        # it, to pairs the rules refused for a reason it may overturn, in the same order. Past the budget a
-        # pair the rules accept is refused too, never served unread.
-        budget, refusals, deferred = self.config.judge.max_pairs, [], []
+        # The guards read every candidate, best cosine first; the judge only the first `max_pairs` they pass.
+        budget, refusals = self.config.judge.max_pairs, []
         for entry, answer, score in candidates:
-            failed = self.verifier.rules_refusal(text, entry.question, score)
-            if self.verifier.needs_judge(failed):
-                if failed is not None:
-                    deferred.append((entry, answer, score, failed))
-                    continue
+            failed = self.verifier.guard_refusal(text, entry.question, earlier, entry.context)
+            if failed is None:
                 if budget == 0:
                     failed = "judge:budget"
                 else:
-                    budget -= 1
-                    failed = self.verifier.judged(failed, text, entry.question, earlier, entry.context)
-            hit = self._settle(request, entry, answer, score, failed, earlier, refusals)
-            if hit is not None:
-                return hit
-        for entry, answer, score, failed in deferred:
-            if budget > 0:
-                budget -= 1
-                failed = self.verifier.judged(failed, text, entry.question, earlier, entry.context)
-            hit = self._settle(request, entry, answer, score, failed, earlier, refusals)
-            if hit is not None:
-                return hit
+                    budget -= 1 if self.verifier.judge is not None else 0
+                    failed = self.verifier.judged(text, entry.question, score, earlier, entry.context)
+            with self._lock:
+                if failed is None and self._store.get(entry.id) is entry:  # not evicted meanwhile
+                    return self._hit(entry, answer, score, "semantic")
+                if failed is not None:
+                    self._refused(request, failed, refusals)
         return CacheLookup("miss", reason=f"guard:{refusals[0]}" if refusals else None)
 
-    def _settle(self, request: CacheRequest, entry: CacheEntry, answer: CachedAnswer, score: float,
-                failed: str | None, earlier: str, refusals: list[str]) -> CacheLookup | None:
-        """A hit when the pair passed (and its earlier turns match, and it is still stored); else None, with
-        the refusal counted and appended to `refusals`."""
-        if failed is None and (earlier or entry.context):
-            failed = self.verifier.context_refusal(earlier, entry.context)  # the same conversation, too
-        with self._lock:
-            if failed is None:
-                return self._hit(entry, answer, score, "semantic") if self._store.get(entry.id) is entry else None
-            refusals.append(failed)
-            self.metrics.rejected.labels(request.tenant_id, request.model, failed).inc()
-            stats = self._stats.setdefault(request.tenant_id, CacheStats(request.tenant_id))
-            stats.rejected_by_guard[failed] = stats.rejected_by_guard.get(failed, 0) + 1
-        return None
+    def _refused(self, request: CacheRequest, failed: str, refusals: list[str]) -> None:
+        """Count a refusal (called with the lock held)."""
+        refusals.append(failed)
+        self.metrics.rejected.labels(request.tenant_id, request.model, failed).inc()
+        stats = self._stats.setdefault(request.tenant_id, CacheStats(request.tenant_id))
+        stats.rejected_by_guard[failed] = stats.rejected_by_guard.get(failed, 0) + 1
 
     def store_sync(self, request: CacheRequest, policy: TenantCachePolicy, answer_text: str,
                    prompt_tokens: int, completion_tokens: int, finish_reason: str,
@@ -234,13 +251,12 @@ class SemanticCache:
             log.debug("semantic cache: not storing for tenant %s: %s", request.tenant_id, reason)
             return None
         now = self._clock()
-        self.verifier.prepare(text)  # its words' vectors now, so a later lookup embeds only its own
         entry = CacheEntry(
             id=uuid.uuid4().hex, tenant_id=request.tenant_id, model=request.model, namespace=namespace,
             exact_key=exact_key(namespace, text, earlier), question=text, context=earlier,
             answer=CachedAnswer(answer_text, prompt_tokens, completion_tokens, finish_reason, request.max_tokens,
                                 tuple(token_ends) if len(token_ends) == completion_tokens else ()),
-            vector=self.embedder.embed_one(self.search_text(text)), created_at=now,
+            vector=self.embedder.embed_one(text), created_at=now,
             expires_at=now + policy.ttl_s if policy.ttl_s else None,
         )
         with self._lock:
@@ -257,6 +273,7 @@ class SemanticCache:
     def invalidate_sync(self, tenant_id: str, entry_id: str | None = None) -> int:
         with self._lock:
             if entry_id is None:
+                self._drop_held(tenant_id)
                 removed = self._store.remove_tenant(tenant_id)
             else:
                 entry = self._store.get(entry_id)
@@ -275,6 +292,7 @@ class SemanticCache:
 
     def forget_sync(self, tenant_id: str) -> int:
         with self._lock:
+            self._drop_held(tenant_id)
             removed = self._store.remove_tenant(tenant_id)
         if removed:
             self.metrics.evictions.labels(tenant_id, "invalidated").inc(len(removed))
@@ -305,63 +323,25 @@ class SemanticCache:
         log.info("semantic cache: re-indexed %d persisted entries", len(entries))
         return len(entries)
 
-    def search_text(self, text: str) -> str:
-        """What is embedded for the vector search: the question with its typos mended (spelling.py)."""
-        return self._spell().correct(text)
-
-    def guard_text(self, text: str) -> str:
-        """What the verifier's guards read: the question with its lower-case typos mended (spelling.py)."""
-        return self._spell().correct(text, lowercase_only=True)
-
-    def _spell(self) -> Speller:
-        speller = self._speller
-        if speller is None:
-            with self._lock:
-                if self._speller is None:
-                    aligner = self.verifier.aligner
-                    wordnet = aligner.wordnet if aligner is not None else None
-                    vocabulary = getattr(self.embedder, "vocabulary", None)
-                    self._speller = Speller(vocabulary() if callable(vocabulary) else (),
-                                            known=wordnet.known if wordnet is not None else None)
-                speller = self._speller
-        return speller
-
-    def warm(self, stop: threading.Event | None = None) -> int:
-        """Load what verification reads (WordNet's tables, the vocabulary's word vectors) so that no
-        lookup pays for it; the number of word vectors computed. Safe to run while serving."""
-        aligner = self.verifier.aligner
-        if aligner is None:
-            return 0
-        if aligner.wordnet is not None:
-            aligner.wordnet.load()
-        if self.verifier.judge is not None:
-            self.verifier.judge.load()  # the first start exports it to ONNX (a few seconds)
-        self.search_text("")  # the speller's tables
-        return aligner.vectors.warm(stop=stop)
+    def warm(self) -> None:
+        """Load what verification reads (WordNet, pint's units, the judge) so that no lookup pays for it."""
+        self.verifier.load()
 
     def start_warming(self) -> threading.Thread:
-        """warm() in a daemon thread (the gateway's start-up does not wait for it); close() stops it."""
+        """warm() in a daemon thread (the gateway's start-up does not wait for it)."""
         self._warming = threading.Thread(target=self._warm_logged, name="cache-warm", daemon=True)
         self._warming.start()
         return self._warming
 
-    def stop_warming(self) -> None:
-        self._warm_stop.set()
-
     def _warm_logged(self) -> None:
         started = time.perf_counter()
         try:
-            added = self.warm(self._warm_stop)
+            self.warm()
         except Exception:
-            startup_log.warning("semantic cache: warming the verifier failed; lookups embed words as needed",
+            startup_log.warning("semantic cache: loading the verifier failed; the first lookups load it",
                                 exc_info=True)
             return
-        startup_log.info("semantic cache: verifier warm", extra={
-            "word_vectors": added, "seconds": round(time.perf_counter() - started, 1)})
-
-    def _similarity(self, a: str, b: str) -> float:
-        x, y = embed_many(self.embedder, [a, b])
-        return float(x @ y)
+        startup_log.info("semantic cache: verifier warm", extra={"seconds": round(time.perf_counter() - started, 1)})
 
     # --- helpers (called with the lock held)
 
@@ -373,6 +353,10 @@ class SemanticCache:
         self.metrics.evictions.labels(entry.tenant_id, "ttl").inc()
         expired.append(entry.id)
         return None
+
+    def _drop_held(self, tenant_id: str) -> None:
+        for key in [k for k, held in self._held.items() if held[0] == tenant_id]:
+            del self._held[key]
 
     def _hit(self, entry: CacheEntry, answer: CachedAnswer, score: float, tier: str) -> CacheLookup:
         self._store.touch(entry)

@@ -1,11 +1,15 @@
-"""The cache's data: what a request looks like to it, what it stores, what a lookup returns."""
+"""The cache's data: what a request looks like to it and what a lookup returns (what it stores:
+gateway/domain/cache.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal
 
+from gateway.domain.cache import CachedAnswer, CacheEntry
+
 LookupStatus = Literal["hit", "miss", "bypass"]
 Tier = Literal["exact", "semantic"]
+__all__ = ["CacheEntry", "CacheLookup", "CacheRequest", "CacheStats", "CachedAnswer"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -32,38 +36,6 @@ class CacheRequest:
             raise ValueError("model must be non-empty")
         if self.temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-
-
-@dataclass(slots=True, frozen=True)
-class CachedAnswer:
-    text: str
-    prompt_tokens: int
-    completion_tokens: int
-    finish_reason: str = "stop"  # or "length": cut at `max_tokens` (truncation.py serves it)
-    max_tokens: int | None = None  # the limit it was generated under (None: none)
-    token_ends: tuple[int, ...] = ()  # character offset where each token's text ends; () unknown
-
-
-@dataclass(slots=True)
-class CacheEntry:
-    """One stored answer. `question` is the last user message, the only text compared semantically."""
-
-    id: str
-    tenant_id: str
-    model: str
-    namespace: str
-    exact_key: str
-    question: str
-    answer: CachedAnswer
-    # np.ndarray [dim] float32 until indexed and persisted; then None (the FAISS index keeps the only copy).
-    vector: "object | None"
-    created_at: float
-    expires_at: float | None  # None: never
-    hits: int = 0
-    context: str = ""  # the earlier user turns (keys.context), verified like the question
-
-    def expired(self, now: float) -> bool:
-        return self.expires_at is not None and now >= self.expires_at
 
 
 @dataclass(slots=True, frozen=True)

@@ -261,9 +261,10 @@ class Services:
             self.embedder = RecentEmbeddings(self.embedder)
             self.classifier = await asyncio.to_thread(_train_classifier, self.embedder, classifier)
         if settings.cache_enabled:
-            from gateway.cache import CacheConfig, CacheMetrics, CacheRepository, SemanticCache, TenantCachePolicy
+            from gateway.cache import CacheConfig, CacheMetrics, SemanticCache, TenantCachePolicy
             from gateway.cache.audit import AuditConfig
             from gateway.cache.judge import JudgeConfig
+            from gateway.crud.semantic_cache import CacheRepository
 
             self.cache = SemanticCache(
                 self.embedder,
@@ -288,7 +289,6 @@ class Services:
             if self.recorder is not None:
                 await self.recorder.stop()
             if self.cache is not None:
-                self.cache.stop_warming()
                 await self.cache.live_check.close()  # best-effort checks: cancelled, before the backend goes
             await self.backend.stop()
         finally:

@@ -194,7 +194,7 @@ def test_semantic_cache_persistence_is_best_effort_but_invalidation_is_not(tmp_p
     import numpy as np
     from sqlalchemy.exc import OperationalError
 
-    from gateway.cache.repository import CacheRepository
+    from gateway.crud.semantic_cache import CacheRepository
     from gateway.cache.types import CachedAnswer, CacheEntry
     from gateway.db.database import Database
 

@@ -23,13 +23,19 @@ from gateway.api.v1.pipeline.guard import as_api_error
 from gateway.api.v1.pipeline.output_guard import OutputGuard
 from gateway.api.v1.pipeline.respond import Format, Keep, headers, sse_event
 from gateway.api.v1.pipeline.run import Run
-from gateway.cache import CachedAnswer, CacheLookup, CacheRequest, SemanticCache, TenantCachePolicy
+from gateway.cache import (
+    CachedAnswer,
+    CacheLookup,
+    CacheRequest,
+    SemanticCache,
+    TenantCachePolicy,
+)
 from gateway.cache.from_chat import cache_request, tenant_policy
 from gateway.cache.truncation import token_ends
 from gateway.guardrails.errors import ContentBlocked, GuardrailFailed
 from gateway.schemas.openai import ChatCompletionRequest
-from gateway.serving.base import CompletionDelta, GenerationRequest
 from gateway.services import Services
+from gateway.serving.base import CompletionDelta, GenerationRequest
 
 log = logging.getLogger("tollgate.cache")
 
@@ -102,7 +108,8 @@ async def regenerate(svc: Services, version: str, request: CacheRequest, served:
 
 
 def keeper(svc: Services, step: CacheStep) -> Keep | None:
-    """Store a miss's answer once it is complete, off the response path (shutdown drains it).
+    """Store a miss's answer once it is complete, off the response path (shutdown drains it); exact repeats
+    are served from the moment it is complete (SemanticCache.hold).
     The cache itself refuses what must not be replayed (finish_reason other than "stop" or "length")."""
     if step.request is None or step.lookup.status != "miss":
         return None
@@ -111,6 +118,8 @@ def keeper(svc: Services, step: CacheStep) -> Keep | None:
     def keep(run: Run, text: str, finish_reason: str | None, token_ids: list[int]) -> None:
         if finish_reason is None or run.version is None or svc.model_of(run.version) != request.model:
             return  # no answer, or a fallback to another model gave it: not this model's to keep
+        # Before the answer's end goes out: an exact repeat sent the moment it arrives is served (read-your-writes).
+        cache.hold(request, policy, text, run.prompt_tokens, run.completion_tokens, finish_reason)
         svc.drain.spawn(_store(svc, run.version, request, policy, text, run.prompt_tokens, run.completion_tokens,
                                finish_reason, list(token_ids)))
     return keep

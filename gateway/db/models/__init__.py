@@ -12,6 +12,7 @@ from gateway.db.models.replica_minute import ReplicaMinute
 from gateway.db.models.reservation import Reservation
 from gateway.db.models.response import StoredResponse
 from gateway.db.models.route_rules import RouteRules
+from gateway.db.models.semantic_cache_entry import SemanticCacheEntryRow
 from gateway.db.models.tenant import Tenant
 from gateway.db.models.upstream_override import UpstreamOverride
 from gateway.db.models.usage import Usage
@@ -21,5 +22,5 @@ from gateway.db.models.webhook_delivery import WebhookDelivery
 
 __all__ = ["AlertMark", "ApiKey", "Batch", "BatchFile", "BatchLine", "Price", "Prompt", "PromptLabel",
            "PromptLabelMove", "PromptPrefix", "PromptVersionRow", "ReplicaMinute", "Reservation",
-           "RouteRules", "StoredResponse", "Tenant",
+           "RouteRules", "SemanticCacheEntryRow", "StoredResponse", "Tenant",
            "TenantGuardrails", "UpstreamOverride", "Usage", "VersionCost", "Webhook", "WebhookDelivery"]

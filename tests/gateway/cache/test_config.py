@@ -26,9 +26,9 @@ def test_policy_for_fills_unset_tenant_columns_with_defaults():
 
 def test_default_threshold_is_the_evaluated_one():
     assert TenantCachePolicy().threshold == DEFAULT_THRESHOLD == 0.60
-    assert CacheConfig().vector_floor == 0.75
-    with pytest.raises(ValueError, match="vector_floor"):
-        CacheConfig(vector_floor=0.0)
+    assert CacheConfig().unjudged_cosine == 0.95
+    with pytest.raises(ValueError, match="unjudged_cosine"):
+        CacheConfig(unjudged_cosine=0.0)
 
 
 def test_the_default_policy_keeps_a_finite_cap():

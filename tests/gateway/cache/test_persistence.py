@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from sqlalchemy import delete, inspect, select, update
 
-from gateway.cache import CacheRepository, TenantCachePolicy
-from gateway.cache.table import SemanticCacheEntryRow
+from gateway.cache import TenantCachePolicy
+from gateway.crud.semantic_cache import CacheRepository
+from gateway.db.models.semantic_cache_entry import SemanticCacheEntryRow
 from gateway.db.database import create_db_engine
 from gateway.db.migrate import upgrade
 from tests.gateway.cache.conftest import ask
@@ -135,7 +136,7 @@ async def test_corrupt_rows_are_skipped_and_logged(make_cache, repository, engin
     _corrupt(engine, bad, **CORRUPTIONS[kind])
 
     restarted = make_cache(repository=repository)
-    with caplog.at_level(logging.WARNING, logger="gateway.cache.repository"):
+    with caplog.at_level(logging.WARNING, logger="gateway.crud.semantic_cache"):
         assert await restarted.load() == 1
     assert any(bad in r.getMessage() and "corrupt" in r.getMessage() for r in caplog.records)
     assert (await restarted.lookup(ask("What is the capital of France?"), policy)).status == "miss"

@@ -8,7 +8,8 @@ import hashlib
 import numpy as np
 import pytest
 
-from gateway.cache import CacheConfig, CacheRepository, SemanticCache, TenantCachePolicy
+from gateway.cache import CacheConfig, SemanticCache, TenantCachePolicy
+from gateway.crud.semantic_cache import CacheRepository
 from gateway.db.database import create_db_engine
 from gateway.db.migrate import upgrade
 from tests.gateway.cache.conftest import ask

@@ -1,13 +1,12 @@
 """Acceptance: isolation, the wrong-hit traps, policy, TTL, LRU, invalidation."""
 import asyncio
-import threading
 
 import pytest
 
 from gateway.cache import CacheConfig, CacheRequest, TenantCachePolicy
 from tests.gateway.cache.conftest import FixedScorer, ask
 
-ANSWER = dict(answer_text="Paris.", prompt_tokens=12, completion_tokens=3, finish_reason="stop")
+ANSWER = {"answer_text": "Paris.", "prompt_tokens": 12, "completion_tokens": 3, "finish_reason": "stop"}
 
 
 async def put(cache, request, policy, text="an answer"):
@@ -204,8 +203,8 @@ async def test_the_default_cap_is_finite_and_evicts(make_cache):
 async def test_guard_rejections_are_counted(cache, policy):
     await put(cache, ask("Is port 6379 open?"), policy)
     result = await cache.lookup(ask("Is port 6379 closed?"), policy)
-    assert result.reason == "guard:polarity"
-    assert cache.stats("t1").rejected_by_guard == {"polarity": 1}
+    assert result.reason == "guard:antonyms"
+    assert cache.stats("t1").rejected_by_guard == {"antonyms": 1}
 
 
 async def test_concurrent_lookups_and_stores(cache, policy):
@@ -224,39 +223,37 @@ def test_cache_config_validation():
         CacheConfig(default_policy={"threshold": 0.9})
 
 
-async def test_typos_are_mended_for_the_search_only(cache, policy):
-    """"exeptions" embeds far from "exceptions"; the search mends it, the entry keeps the text as written."""
-    assert cache.search_text("how do i handle exeptions in java") == "how do i handle exceptions in java"
+async def test_a_typed_paraphrase_is_served(cache, policy):
     await cache.store(ask("How do I handle exceptions in Java?"), policy, **ANSWER)
     result = await cache.lookup(ask("how do i handle exeptions in java"), policy)
     assert result.status == "hit" and result.tier == "semantic"
     assert (await cache.lookup(ask("how do i handle exeptions in python"), policy)).status == "miss"
 
 
-async def test_the_guards_read_typed_negations_mended(cache, policy):
-    """"withuot" still negates: the guards read lower-case typos mended, so a typed paraphrase passes and a
-    typed negative is still refused; capitalised words are left as typed."""
-    assert cache.guard_text("can i retrun it withuot a reciept") == "can i return it without a receipt"
-    assert cache.guard_text("Exeptions in Pyhton") == "Exeptions in Pyhton"
-    await cache.store(ask("Can I return an item without a receipt?"), policy, **ANSWER)
-    assert (await cache.lookup(ask("can i retrun an item withuot a reciept"), policy)).status == "hit"
-    await cache.store(ask("Can I return an item with a receipt?", tenant="t2"), policy, **ANSWER)
-    assert (await cache.lookup(ask("can i retrun an item withuot a reciept", tenant="t2"), policy)).status == "miss"
+async def test_an_exact_repeat_hits_while_the_answer_is_still_being_stored(cache, policy, clock):
+    """Read-your-writes: hold() (called as the answer's end goes out) serves an exact repeat before store()
+    has embedded and persisted it; store() ends the hold, and so does invalidating the tenant."""
+    request = ask("What is the capital of France?")
+    assert cache.hold(request, policy, **ANSWER)
+    result = await cache.lookup(ask("what is the capital of  France?"), policy)
+    assert (result.status, result.tier, result.entry.text) == ("hit", "exact", "Paris.")
+    assert (await cache.lookup(ask("What is the capital of France?", tenant="t2"), policy)).status == "miss"
+    assert (await cache.lookup(ask("What is the capital of France?", max_tokens=2), policy)).status == "miss"
+    await cache.store(request, policy, **ANSWER)
+    assert not cache._held and (await cache.lookup(request, policy)).status == "hit"
+    assert cache.hold(ask("What is the capital of Spain?"), policy, "Madrid.", 12, 3, "stop")
+    await cache.invalidate("t1")
+    assert (await cache.lookup(ask("What is the capital of Spain?"), policy)).status == "miss"
+    assert not cache.hold(request, policy, "", 12, 0, "stop")  # what store() refuses is never held
+    assert not cache.hold(ask("Tell me a joke.", temperature=1.0), policy, **ANSWER)
+    assert cache.hold(ask("What is the capital of Italy?"), TenantCachePolicy(ttl_s=5), "Rome.", 12, 3, "stop")
+    clock.now += 6
+    assert (await cache.lookup(ask("What is the capital of Italy?"), policy)).status == "miss"  # its TTL passed
 
 
 def test_warm_loads_the_verifier_ahead_of_lookups(cache):
-    vectors = cache.verifier.aligner.vectors
-    assert len(vectors._known) > 20_000  # warm() embeds the embedder's whole-word vocabulary (~15 s): a
-    vectors._known = frozenset(["zebra", "giraffe", "okapi"])  # three of them here
-    assert cache.warm() == 3 and len(vectors) == 3
-    assert cache.warm() == 0  # already there
-    stop = threading.Event()
-    stop.set()
-    assert vectors.warm(["quagga"], stop=stop) == 0  # stopped before a batch
-    assert vectors.warm(["quagga", "zebra"], batch=1) == 1
-    cache.start_warming().join(timeout=30)  # the gateway's background start
-    with pytest.raises(ValueError, match="batch"):
-        vectors.warm([], batch=0)
+    cache.start_warming().join(timeout=120)  # the gateway's background start
+    assert cache.verifier.judge._scorer is not None and cache.verifier.lexicon._wordnet is not None
 
 
 def _with_judge(cache, p: float, **config):
@@ -268,29 +265,22 @@ def _with_judge(cache, p: float, **config):
     return scorer
 
 
-async def test_the_judge_vetoes_a_pair_the_rules_accept(cache, policy):
+async def test_the_judge_decides_what_the_guards_let_through_reading_both_orders(cache, policy):
     await put(cache, ask("What is the capital of France?"), policy)
     scorer = _with_judge(cache, 0.1)
     result = await cache.lookup(ask("What's the capital city of France?"), policy)
     assert (result.status, result.reason) == ("miss", "guard:judge")
-    assert scorer.read == [("What's the capital city of France?", "What is the capital of France?")]
+    assert scorer.read == [("What's the capital city of France?", "What is the capital of France?"),
+                           ("What is the capital of France?", "What's the capital city of France?")]
+    _with_judge(cache, 0.96)
+    assert (await cache.lookup(ask("What's the capital city of France?"), policy)).status == "hit"
 
 
-async def test_the_judge_serves_a_rewording_the_rules_cannot_match(cache, policy):
-    stored, asked = "Why does my laptop get so hot?", "Why is my notebook computer overheating?"
-    assert cache.verifier.rules_refusal(asked, stored).startswith("align:substitution")  # no equivalent known
-    await put(cache, ask(stored), policy)
-    _with_judge(cache, 0.999)
-    assert (await cache.lookup(ask(asked), policy)).status == "hit"
-    _with_judge(cache, 0.9)  # below the rescue bar: the rules' refusal stands
-    assert (await cache.lookup(ask(asked), policy)).status == "miss"
-
-
-async def test_the_judge_never_overturns_negation(cache, policy):
+async def test_the_judge_never_reads_what_a_guard_vetoes(cache, policy):
     await put(cache, ask("How do I enable two-factor authentication?"), policy)
     scorer = _with_judge(cache, 1.0)
-    assert (await cache.lookup(ask("How do I disable two-factor authentication?"), policy)).status == "miss"
-    assert scorer.read == []  # never even asked
+    result = await cache.lookup(ask("How do I disable two-factor authentication?"), policy)
+    assert (result.status, result.reason, scorer.read) == ("miss", "guard:antonyms", [])
 
 
 async def test_the_judge_reads_both_conversations(cache, policy):
@@ -299,13 +289,22 @@ async def test_the_judge_reads_both_conversations(cache, policy):
     scorer = _with_judge(cache, 0.9)
     again = [{"role": "user", "content": "I'll be in Lisbon this May."}, {"role": "assistant", "content": "Lovely."}]
     await cache.lookup(ask("What should I pack?", history=again), policy)
-    assert scorer.read == [("I'll be in Lisbon this May.\nWhat should I pack?",
-                            "I'm visiting Lisbon in May.\nWhat should I pack?")]
+    assert scorer.read[0] == ("I'll be in Lisbon this May.\nWhat should I pack?",
+                              "I'm visiting Lisbon in May.\nWhat should I pack?")
+
+
+async def test_earlier_turns_that_name_another_place_are_vetoed(cache, policy):
+    lisbon = [{"role": "user", "content": "I'm visiting Lisbon in May."}, {"role": "assistant", "content": "Nice."}]
+    porto = [{"role": "user", "content": "I'm visiting Porto in May."}, {"role": "assistant", "content": "Nice."}]
+    await put(cache, ask("What should I pack?", history=lisbon), policy)
+    scorer = _with_judge(cache, 1.0)
+    result = await cache.lookup(ask("What should I pack?", history=porto), policy)
+    assert (result.status, result.reason, scorer.read) == ("miss", "guard:context:entities", [])
 
 
 async def test_past_its_budget_a_pair_is_refused_unread(cache, policy):
     await put(cache, ask("What is the capital of France?"), policy)
-    scorer = _with_judge(cache, 0.9, max_pairs=0)
+    scorer = _with_judge(cache, 0.99, max_pairs=0)
     result = await cache.lookup(ask("What's the capital city of France?"), policy)
     assert (result.status, result.reason) == ("miss", "guard:judge:budget") and scorer.read == []
 
@@ -314,15 +313,16 @@ async def test_the_judge_reads_at_most_max_pairs_per_lookup(cache, policy):
     for text in ("What is the capital of France?", "Which city is the capital of France?",
                  "What city is France's capital?"):
         await put(cache, ask(text), policy)
-    scorer = _with_judge(cache, 0.1, max_pairs=2)  # vetoes every pair it reads
+    scorer = _with_judge(cache, 0.1, max_pairs=2)  # refuses every pair it reads
     result = await cache.lookup(ask("What's the capital city of France?"), policy)
-    assert result.status == "miss" and len(scorer.read) <= 2
+    assert result.status == "miss" and len(scorer.read) == 2 * 2  # two pairs, each read both ways round
 
 
-async def test_the_judge_reads_a_pair_the_rules_accept_before_one_it_might_rescue(cache, policy):
-    stored, asked = "Why does my laptop get so hot?", "Why is my notebook computer overheating?"
-    await put(cache, ask(stored), policy)  # the rules refuse it (a substitution the judge may overturn)
-    await put(cache, ask("Why is my notebook computer overheating so much?"), policy)  # the rules accept it
-    scorer = _with_judge(cache, 0.9, max_pairs=1)
-    result = await cache.lookup(ask(asked), policy)
-    assert result.status == "hit" and scorer.read == [(asked, "Why is my notebook computer overheating so much?")]
+async def test_without_the_judge_only_near_identical_questions_pass(make_cache, policy):
+    from gateway.cache.judge import JudgeConfig
+
+    cache = make_cache(config=CacheConfig(judge=JudgeConfig(enabled=False)))
+    await put(cache, ask("What is the capital of France?"), policy)
+    assert (await cache.lookup(ask("What is the capital of France?!"), policy)).status == "hit"  # same words
+    result = await cache.lookup(ask("Which city is France's capital?"), policy)
+    assert (result.status, result.reason) == ("miss", "guard:cosine")

@@ -46,7 +46,7 @@ def test_token_ends_from_decoded_prefixes():
 
 
 async def test_a_length_cut_answer_is_stored_and_served_to_equal_or_smaller_limits(cache, policy):
-    question = "Write a long essay about Paris."
+    question = "What is the history of Paris?"
     assert await cache.store(ask(question, max_tokens=5), policy, TEXT, 7, 5, "length", ENDS)
     same = await cache.lookup(ask(question, max_tokens=5), policy)
     assert same.status == "hit" and same.entry.text == TEXT and same.entry.finish_reason == "length"
@@ -56,7 +56,7 @@ async def test_a_length_cut_answer_is_stored_and_served_to_equal_or_smaller_limi
     for larger in (6, None):
         assert (await cache.lookup(ask(question, max_tokens=larger), policy)).status == "miss"
     # A paraphrase under a smaller limit is cut the same way.
-    para = await cache.lookup(ask("Please write a long essay about Paris.", max_tokens=3), policy)
+    para = await cache.lookup(ask("What's the history of Paris?", max_tokens=3), policy)
     assert para.status == "hit" and para.entry.text == "Paris is the"
 
 

@@ -11,10 +11,9 @@ from sqlalchemy import Engine, delete, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
-from gateway.cache.policy import STORABLE_FINISH_REASONS
-from gateway.cache.table import SemanticCacheEntryRow
-from gateway.cache.types import CachedAnswer, CacheEntry
 from gateway.db.errors import database_unavailable
+from gateway.db.models.semantic_cache_entry import SemanticCacheEntryRow
+from gateway.domain.cache import STORABLE_FINISH_REASONS, CachedAnswer, CacheEntry
 
 log = logging.getLogger(__name__)
 

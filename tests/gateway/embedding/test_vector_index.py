@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from gateway.cache.index import IndexConfig, NamespaceIndex
+from gateway.embedding.vector_index import IndexConfig, NamespaceIndex
 
 
 def unit(rng, n, dim=16):

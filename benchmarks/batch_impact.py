@@ -26,15 +26,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from gateway.billing.prices import seed_prices_from_catalogue  # noqa: E402
-from gateway.catalogue import load_catalogue  # noqa: E402
-from gateway.crud.keys import create_key  # noqa: E402
-from gateway.crud.tenants import create_tenant  # noqa: E402
-from gateway.db.database import Database  # noqa: E402
-from gateway.db.migrate import upgrade  # noqa: E402
-from gateway.main import create_app  # noqa: E402
-from gateway.serving.inprocess import InProcessBackend  # noqa: E402
-from gateway.settings import Settings  # noqa: E402
+from gateway.billing.prices import seed_prices_from_catalogue
+from gateway.catalogue import load_catalogue
+from gateway.crud.keys import create_key
+from gateway.crud.tenants import create_tenant
+from gateway.db.database import Database
+from gateway.db.migrate import upgrade
+from gateway.main import create_app
+from gateway.serving.inprocess import InProcessBackend
+from gateway.settings import Settings
 
 MODEL, VERSION = "smollm2-135m-instruct", "smollm2-135m-instruct@fp32"
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]

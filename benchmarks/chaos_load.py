@@ -152,7 +152,7 @@ class Load:
         self._threads = [threading.Thread(target=self._client, args=(i,), name=f"chaos-client-{i}", daemon=True)
                          for i in range(self.clients)]
 
-    def start(self) -> "Load":
+    def start(self) -> Load:
         for t in self._threads:
             t.start()
         return self

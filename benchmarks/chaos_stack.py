@@ -16,7 +16,6 @@ from pathlib import Path
 import httpx
 import yaml
 
-from tests.faults.servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "smollm2-135m-instruct"

@@ -25,10 +25,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
+import torch
 
-from workers import LLM, SamplingParams  # noqa: E402
-from workers.model.registry import CATALOGUE  # noqa: E402
+from workers import LLM, SamplingParams
+from workers.model.registry import CATALOGUE
 
 QUESTIONS = [
     "What is the capital of France?", "Explain how a bicycle stays upright.", "Write a haiku about winter.",

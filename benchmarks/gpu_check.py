@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
 import statistics
@@ -453,7 +452,7 @@ def main() -> int:
         print(f"-- {name} ({time.perf_counter() - started:.0f} s)", flush=True)
         try:
             run()
-        except Exception as exc:  # noqa: BLE001 - one broken section must not hide the others' figures
+        except Exception as exc:  # one broken section must not hide the others' figures
             import traceback
 
             traceback.print_exc()

@@ -20,11 +20,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from prometheus_client import CollectorRegistry  # noqa: E402
+from prometheus_client import CollectorRegistry
 
-from workers.config import EngineConfig  # noqa: E402
-from workers.engine.llm_engine import LLMEngine  # noqa: E402
-from workers.sampling_params import SamplingParams  # noqa: E402
+from workers.config import EngineConfig
+from workers.engine.llm_engine import LLMEngine
+from workers.sampling_params import SamplingParams
 
 PROMPT = "Explain, in a few short sentences, how a bicycle stays upright while it moves forward on a road."
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from protocol import serve  # noqa: E402
+from protocol import serve
 
 state: dict = {}
 

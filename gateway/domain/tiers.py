@@ -80,7 +80,7 @@ def split(tiers: Sequence[Tier], *, start: int, prompt_tokens: int, completion_t
     end = start + prompt_tokens + completion_tokens
     low = 0
     for n, tier in enumerate(tiers, 1):  # most requests lie inside one tier
-        if tier.up_to is None or end <= tier.up_to and (end > start or start < tier.up_to):
+        if tier.up_to is None or (end <= tier.up_to and (end > start or start < tier.up_to)):
             if start >= low:
                 return [Slice(n, cached, prompt_tokens, completion_tokens)]
             break

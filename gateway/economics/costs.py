@@ -33,7 +33,7 @@ class CostHistory:
             self._points.setdefault(p.version, []).append(p)
 
     @classmethod
-    def load(cls, session: Session) -> "CostHistory":
+    def load(cls, session: Session) -> CostHistory:
         return cls([CostPoint(r.version, r.per_replica_hour, r.hardware, r.effective_from)
                     for r in list_version_costs(session)])
 

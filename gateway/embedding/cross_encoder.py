@@ -60,7 +60,6 @@ def read_metadata(weights: Path) -> dict[str, str]:
 def build_model(base_path: Path, layers: int, weights: Path | None = None):
     """The torch model: the base cut to `layers` layers, a one-logit head, and `weights` laid over it (all of
     its tensors must be the model's). Training starts from weights=None."""
-    import torch
     from transformers import BertForSequenceClassification
     from transformers.utils import logging as hf_logging
 

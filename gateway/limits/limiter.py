@@ -19,7 +19,7 @@ from gateway.limits.reservation import LOCAL, SHARED, Reservation
 from gateway.limits.storage import Outcome, Storage, StorageUnavailable
 from gateway.limits.strategy import STRATEGIES, Check, budget_check
 
-__all__ = ["Limiter", "LimitedPrincipal", "MonthUsage", "Reservation"]
+__all__ = ["LimitedPrincipal", "Limiter", "MonthUsage", "Reservation"]
 
 T = TypeVar("T")
 

@@ -177,7 +177,7 @@ class Router:
             given = {self._full_name(current, v): w for v, w in weights.items()}
             if len(given) != len(weights):
                 raise RouteChangeError("weights name the same version twice", param="weights")
-            merged = {v: 0 for v in current.weights} | given
+            merged = dict.fromkeys(current.weights, 0) | given
             # The stable version stays stable while it keeps traffic; else the heaviest takes over.
             still_live = isinstance(merged.get(current.stable), int) and merged[current.stable] > 0
             keep = current.stable if still_live else None

@@ -40,7 +40,7 @@ class ThrowawayRedis:
         self._dir = tempfile.mkdtemp(prefix="tg-redis-")
         self._proc: subprocess.Popen | None = None
 
-    def start(self) -> "ThrowawayRedis":
+    def start(self) -> ThrowawayRedis:
         self._proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
              "--dir", self._dir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -66,7 +66,7 @@ class ThrowawayRedis:
         self.stop()
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def __enter__(self) -> "ThrowawayRedis":
+    def __enter__(self) -> ThrowawayRedis:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -98,7 +98,7 @@ class ThrowawayPostgres:
         subprocess.run([*prefix, *cmd], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        cwd=str(self._dir))
 
-    def start(self) -> "ThrowawayPostgres":
+    def start(self) -> ThrowawayPostgres:
         options = f"-p {self.port} -k {self._dir} -c listen_addresses=127.0.0.1 -c fsync=off"
         self._as_postgres(_pg_bin("pg_ctl"), "-D", str(self._data), "-o", options, "-w", "-l",
                           str(self._dir / "log"), "start")
@@ -120,7 +120,7 @@ class ThrowawayPostgres:
             pass  # already stopped
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def __enter__(self) -> "ThrowawayPostgres":
+    def __enter__(self) -> ThrowawayPostgres:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -208,7 +208,7 @@ class AsyncEngine:
                     self._apply(command)
                 if self._engine.has_unfinished_requests():
                     self._deliver(self._engine.step())
-        except Exception as exc:  # noqa: BLE001 - reported to every waiter, never dropped
+        except Exception as exc:  # reported to every waiter, never dropped
             self._error = exc
             self._loop.call_soon_threadsafe(self._fail_streams, EngineDeadError(f"engine loop failed: {exc!r}"))
         finally:

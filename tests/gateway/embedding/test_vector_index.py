@@ -69,7 +69,7 @@ def test_background_rebuild_replays_changes_made_while_it_ran():
     assert index.rebuilding or index.kind == "hnsw"
     for i in range(400, 600):  # while (or after) the HNSW build runs
         index.add(f"e{i}", vectors[i])
-    for i in range(0, 100):
+    for i in range(100):
         index.remove(f"e{i}")
     index.add("e150", vectors[599])  # re-added with another vector
     index.wait()

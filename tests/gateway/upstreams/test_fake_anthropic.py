@@ -123,10 +123,9 @@ def test_a_request_without_max_tokens_is_refused(fake_anthropic):
 
 def test_an_error_event_mid_stream_reaches_the_sdk(client, fake_anthropic):
     fake_anthropic.script(StreamError(text_message("Partial answer"), after=4))
-    with pytest.raises(anthropic.APIStatusError) as caught:
-        with client.messages.stream(**ASK) as stream:
-            for _ in stream:
-                pass
+    with pytest.raises(anthropic.APIStatusError) as caught, client.messages.stream(**ASK) as stream:
+        for _ in stream:
+            pass
     assert "Overloaded" in str(caught.value)
 
 

@@ -2,7 +2,7 @@
 admitted and who is preempted; one tenant at one priority is scheduled exactly as FCFS."""
 import pytest
 
-from tests.workers.engine.fakes import FakeRunner, fake_config
+from tests.workers.engine.fakes import fake_config
 from tests.workers.engine.test_scheduler import make, run, seq
 from workers.engine.scheduling_policy import make_policy
 from workers.schedule_params import ScheduleParams

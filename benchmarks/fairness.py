@@ -86,7 +86,7 @@ async def run(policy: str, args) -> dict:
     if censored:
         ttfts.append(time.perf_counter() - waiting_since[0])
     stop.set()
-    for t in floods + [b]:
+    for t in [*floods, b]:
         t.cancel()
     await asyncio.gather(*floods, b, return_exceptions=True)
     await engine.stop()

@@ -115,7 +115,7 @@ def check_kernels(report: Report, device: str, tiny: bool) -> None:
         ok, err = _close(rms_norm(x, w, 1e-5), F.rms_norm(x.float(), (hidden,), w.float(), 1e-5), dt)
         report.check(f"rms_norm {tag}", ok, f"rel err {err:.1e}")
         res = torch.randn(rows, hidden, generator=g).to(device, dt)
-        out, h = rms_norm(x, w, 1e-5, residual=res)
+        out, _h = rms_norm(x, w, 1e-5, residual=res)
         ok, err = _close(out, F.rms_norm((x.float() + res.float()).to(dt).float(), (hidden,), w.float(), 1e-5), dt)
         report.check(f"rms_norm + residual {tag}", ok, f"rel err {err:.1e}")
         gu = torch.randn(rows, 2 * inter, generator=g).to(device, dt)

@@ -64,7 +64,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
     config = EngineConfig(device="cpu", dtype=args.dtype, num_threads=args.threads, max_num_seqs=max(args.sizes),
-                          max_num_batched_tokens=max(1024, max(args.sizes)),
+                          max_num_batched_tokens=max(1024, *args.sizes),
                           enable_prefix_caching=False)  # every repeat computes its prompt anew
     engine = LLMEngine(config, registry=CollectorRegistry())
     prefill_ms_per_token(engine, 16, "warm")  # first-call costs out of the way

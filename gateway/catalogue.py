@@ -6,6 +6,7 @@ from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+import itertools
 
 
 class CatalogueError(ValueError):
@@ -39,7 +40,7 @@ class Price(_Strict):
         if (first.input_per_million, first.output_per_million) != (self.input_per_million, self.output_per_million):
             raise ValueError("tiers[0] must carry the flat input_per_million and output_per_million")
         ends = [t.up_to for t in self.tiers]
-        if ends[-1] is not None or None in ends[:-1] or any(a >= b for a, b in zip(ends[:-2], ends[1:-1])):
+        if ends[-1] is not None or None in ends[:-1] or any(a >= b for a, b in itertools.pairwise(ends[:-1])):
             raise ValueError("tiers: up_to must ascend, and only the last tier's is null")
         return self
 

@@ -47,7 +47,7 @@ def test_create_tenant_and_key_on_the_page_then_bill_matches_the_api(admin_page,
     streamed = client.chat.completions.create(model="smollm2-135m-instruct", stream=True, max_tokens=4,
                                               messages=[{"role": "user", "content": "Stream please."}],
                                               stream_options={"include_usage": True})
-    assert [c for c in streamed if c.usage][0].usage.completion_tokens == 4
+    assert next(c for c in streamed if c.usage).usage.completion_tokens == 4
     assert len(wait_usage_rows(console_server.db_url, tenant_id, 4)) == 4
 
     page.goto(f"/console/tenants/{tenant_id}")

@@ -222,7 +222,7 @@ class ModelRunner:
             meta.decode_block_tables = self._tensor(_padded(tables))
             meta.decode_context_lens = self._tensor(lengths)
         if prefill:
-            meta.prefill_query_start = self._tensor(starts + [len(ids)])
+            meta.prefill_query_start = self._tensor([*starts, len(ids)])
             meta.prefill_block_tables = self._tensor(_padded(chunk_tables))
             meta.prefill_context_lens = self._tensor(chunk_lens)
             meta.max_prefill_len = max(len(rows[i].token_ids) for i in prefill)

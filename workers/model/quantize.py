@@ -49,7 +49,7 @@ class Int8Weight:
         return self.scale[:, None] * self.q.to(torch.float32)  # [N, K] float32
 
     def blocks(self) -> Blocks:
-        n, k = self.shape
+        _n, k = self.shape
         if k % GROUP:
             raise ValueError(f"in_features {k} does not split into blocks of {GROUP}")
         d = _per_group(self.scale.detach().cpu()[:, None], k // GROUP)

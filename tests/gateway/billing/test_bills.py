@@ -71,7 +71,7 @@ async def test_all_bills_include_idle_tenants(database, ledger_with_usage):
 
 
 async def test_usage_csv_has_one_row_per_ledger_row(database, ledger_with_usage):
-    ledger, (t1, t2, _) = ledger_with_usage
+    ledger, (_t1, t2, _) = ledger_with_usage
     await ledger.flush()
     text = "".join(usage_csv(database, period=Month(2026, 11).period))
     table = list(csv.DictReader(io.StringIO(text)))

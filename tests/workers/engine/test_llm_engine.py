@@ -185,7 +185,7 @@ def _cached_tokens(eng, rid, salt, messages):
 
 def test_salted_requests_share_only_the_declared_public_prefix():
     system = [{"role": "system", "content": "You answer briefly and politely, always."}]
-    convo = system + [{"role": "user", "content": "What is the tallest mountain on Earth?"}]
+    convo = [*system, {"role": "user", "content": "What is the tallest mountain on Earth?"}]
     eng = engine(shared_prefixes=[system])
     public = len(eng.input_processor.public_prefixes[0]) // 4 * 4  # whole public blocks
     assert public > 0

@@ -135,7 +135,7 @@ def test_background_sequences_sit_out_every_step_with_other_work(policy):
 
 
 def test_a_waiting_background_sequence_is_not_admitted_past_the_foreground_even_first_in_line():
-    sched, runner = make(fake_config(scheduling_policy="fcfs"))
+    sched, _runner = make(fake_config(scheduling_policy="fcfs"))
     sched.add(tenant_seq("bg", "batch", max_tokens=2, priority=BG))
     sched.add(tenant_seq("fg", "user", max_tokens=2))
     assert ids(sched.schedule()) == ["fg"]

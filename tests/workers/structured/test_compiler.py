@@ -98,7 +98,7 @@ def test_a_spec_past_the_limits_is_refused_as_too_costly_fast(regex):
         compiler.compile(StructuredOutput("regex", regex))
     assert time.perf_counter() - started < 2.0
     compiles = []
-    compiler._compile = lambda spec: compiles.append(spec)  # a second compile would be seen here
+    compiler._compile = compiles.append  # a second compile would be seen here
     with pytest.raises(ValueError, match="too costly"):
         compiler.compile(StructuredOutput("regex", regex))
     assert compiles == [] and len(compiler) == 1

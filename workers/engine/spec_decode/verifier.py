@@ -40,7 +40,7 @@ class Verifier:
                 got = fn(blocks, drafts, num_drafts, rows, group, draft_probs)
                 for r, a, t in zip(group, *(x.tolist() for x in got)):
                     accepted[r], final[r] = a, t
-        tokens = [s.draft_token_ids[:a] + [t] for s, a, t in zip(rows, accepted, final)]
+        tokens = [[*s.draft_token_ids[:a], t] for s, a, t in zip(rows, accepted, final)]
         return tokens, self._logprobs(blocks, rows, tokens)
 
     @staticmethod

@@ -96,7 +96,7 @@ class Blocks:
         if not self.open:
             out += self._start({"type": "text", "text": ""})
             self.open = True
-        return out + [event("content_block_delta", index=self.index, delta={"type": "text_delta", "text": text})]
+        return [*out, event("content_block_delta", index=self.index, delta={"type": "text_delta", "text": text})]
 
     def _call(self, call: ParsedCall) -> list[str]:
         self.called = True
@@ -104,7 +104,7 @@ class Blocks:
         out = self._close() + self._start({"type": "tool_use", "id": block.id, "name": block.name, "input": {}})
         out.append(event("content_block_delta", index=self.index,
                          delta={"type": "input_json_delta", "partial_json": json.dumps(block.input)}))
-        return out + [event("content_block_stop", index=self.index)]
+        return [*out, event("content_block_stop", index=self.index)]
 
 
 def _ending(fmt: MessagesFormat, blocks: Blocks, choice: Choice) -> list[str]:

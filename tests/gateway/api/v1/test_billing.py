@@ -114,7 +114,7 @@ def test_bill_reconciles_with_client_usage(real_gateway):
 async def test_budget_holds_under_200_concurrent_requests(real_gateway):
     server, settings = real_gateway
     url = settings.resolved_database_url
-    probe_tenant, probe_key = make_tenant(url)
+    _probe_tenant, probe_key = make_tenant(url)
     body = {"model": "smollm2-135m-instruct", "messages": MSG, "max_tokens": 4}
     async with httpx.AsyncClient(base_url=server.url, timeout=120,
                                  limits=httpx.Limits(max_connections=200)) as http:

@@ -148,7 +148,7 @@ def test_auth_failures_are_401(real_gateway):
     tenant_id, key = make_tenant(url)
     db = Database(url)
     with db.session() as s:
-        expired_row, expired = create_key(s, tenant_id=tenant_id, expires_at=datetime.now(UTC) - timedelta(seconds=1))
+        _expired_row, expired = create_key(s, tenant_id=tenant_id, expires_at=datetime.now(UTC) - timedelta(seconds=1))
         revoked_row, revoked = create_key(s, tenant_id=tenant_id)
         revoke_key(s, key=get_key(s, key_id=revoked_row.id))
     db.dispose()

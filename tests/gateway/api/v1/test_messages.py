@@ -204,9 +204,9 @@ def test_a_tool_use_round_trip(live, backend, tenant):
     assert (call.name, call.input) == ("get_weather", {"city": "Paris"})
     assert "<tools>" in backend.requests[-1].messages[0]["content"]  # the tools reached the model
 
-    history = ask + [{"role": "assistant", "content": [b.model_dump() for b in first.content]},
-                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id,
-                                                   "content": "sunny, 24C"}]}]
+    history = [*ask, {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id,
+                                             "content": "sunny, 24C"}]}]
     second = sdk.messages.create(model=MODEL, max_tokens=200, messages=history, tools=[WEATHER])
     assert second.stop_reason == "end_turn" and second.content[0].text == "It is sunny in Paris."
     seen = backend.requests[-1].messages

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import os
 import random
@@ -80,10 +81,8 @@ def engine_benchmark(engine: dict, seed: int) -> float:
 def pin_process(cpus: set[int]) -> None:
     """Every thread of this process onto `cpus` (threads started later inherit their creator's set)."""
     for tid in os.listdir("/proc/self/task"):
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # a thread that ended meanwhile
             os.sched_setaffinity(int(tid), cpus)
-        except (ProcessLookupError, PermissionError):
-            pass  # a thread that ended meanwhile
 
 
 def pin_thread(name: str, cpus: set[int]) -> None:

@@ -376,7 +376,7 @@ def bench_bandwidth(report: Report, device: str) -> None:
     name = torch.cuda.get_device_name()
     src = torch.empty(2**30, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
-    copy_bw = 2 * src.numel() / _time_cuda(lambda: dst.copy_(src))
+    copy_bw = 2 * src.numel() / _time_cuda(lambda: dst.copy_(src))  # noqa: F821 (timed before the del below)
     peak = next((v for k, v in PEAK_BANDWIDTH.items() if k in name), None)
     del src, dst
     report.figure("device", f"{name}; copy {copy_bw / 1e12:.2f} TB/s (read + write)"
@@ -397,7 +397,8 @@ def bench_bandwidth(report: Report, device: str) -> None:
         lens = torch.full((n,), ctx, device=device)
         q = torch.randn(n, heads, dim, device=device, dtype=torch.bfloat16, generator=g)
         out = torch.empty_like(q)
-        t = _time_cuda(lambda: paged_decode_attention(q, kc, vc, tables, lens, dim ** -0.5, out, validate=False))
+        t = _time_cuda(lambda: paged_decode_attention(q, kc, vc, tables, lens, dim ** -0.5, out,  # noqa: F821
+                                                      validate=False))  # (timed before the del below)
         report.figure(f"decode attention bf16 n={n} ctx={ctx}", f"{t * 1e6:8.1f} us  " + share(2 * kc.numel() * 2, t))
         del kc, vc
     k_in = n_out = 8192

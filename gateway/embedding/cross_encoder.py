@@ -93,8 +93,8 @@ class CrossEncoder:
         self._tokenizer = Tokenizer.from_file(str(self.config.base_path / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=self.max_length)
-        name = f"{package_name(self.config.base_path)}-{self.config.weights.stem}-" \
-               f"{model_key(self.config.base_path, self.config.weights)}"
+        name = (f"{package_name(self.config.base_path)}-{self.config.weights.stem}-"
+                f"{model_key(self.config.base_path, self.config.weights)}")
         self.path = exported(name + ".onnx", self.config.cache_dir, self._graph)
         if self.config.quantize:
             self.path = quantized(self.path, self.path.with_name(name + "-int8.onnx"))

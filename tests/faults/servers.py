@@ -2,6 +2,7 @@
 session's shared services alone. Each listens on 127.0.0.1 on a free port and keeps its files in a temp dir."""
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -114,10 +115,8 @@ class ThrowawayPostgres:
         _wait_port(self.port, up=False)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
             self.stop()
-        except subprocess.CalledProcessError:
-            pass  # already stopped
         shutil.rmtree(self._dir, ignore_errors=True)
 
     def __enter__(self) -> ThrowawayPostgres:

@@ -211,12 +211,12 @@ class LlamaForCausalLM(nn.Module):
         layer reads block-quantized weights. Returns whether it is on."""
         from workers.kernels.cpu_decoder import DecoderStack, LayerWeights, StackShape
 
-        linears = [(l.attn.qkv, l.attn.o, l.mlp.gate_up, l.mlp.down) for l in self.layers]
+        linears = [(layer.attn.qkv, layer.attn.o, layer.mlp.gate_up, layer.mlp.down) for layer in self.layers]
         if not all(hasattr(m, "q") and hasattr(m, "dm") for group in linears for m in group):
             return False
         cfg = self.config
-        layers = [LayerWeights(l.input_norm.weight.detach(), l.post_attn_norm.weight.detach(), *group)
-                  for l, group in zip(self.layers, linears)]
+        layers = [LayerWeights(layer.input_norm.weight.detach(), layer.post_attn_norm.weight.detach(), *group)
+                  for layer, group in zip(self.layers, linears)]
         shape = StackShape(cfg.hidden_size, cfg.intermediate_size, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim,
                            cfg.rms_norm_eps)
         self.decoder_stack = DecoderStack(kernels, layers, shape)

@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -186,7 +186,7 @@ class Events:
     delay_s: float = 0.0
 
 
-Reply = Union[Answer, Fail, Cut, StreamError, Silent, PingsOnly, Events]
+Reply = Answer | Fail | Cut | StreamError | Silent | PingsOnly | Events
 
 
 @dataclass

@@ -86,7 +86,7 @@ def test_an_empty_tool_list_sends_no_tools(tools):
 
 
 def test_tool_choice_needs_tools():
-    with pytest.raises(ValueError, match="^tool_choice"):
+    with pytest.raises(ValueError, match=r"^tool_choice"):
         convert(tools=[], tool_choice="required")
 
 
@@ -106,7 +106,7 @@ def test_parallel_tool_calls_false_disables_parallel_tool_use():
 
 
 def test_a_tool_choice_naming_an_unknown_function_is_refused():
-    with pytest.raises(ValueError, match="^tool_choice"):
+    with pytest.raises(ValueError, match=r"^tool_choice"):
         convert(tools=[TIME], tool_choice={"type": "function", "function": {"name": "nope"}})
 
 
@@ -167,7 +167,7 @@ def test_bad_messages_are_refused_by_name(messages, field):
 
 
 def test_max_tokens_must_be_positive():
-    with pytest.raises(ValueError, match="^max_tokens"):
+    with pytest.raises(ValueError, match=r"^max_tokens"):
         convert(max_tokens=0)
 
 

@@ -82,9 +82,9 @@ def test_errors_in_anthropics_shape(client, fake_anthropic, failure, error):
 
 
 def test_a_wrong_key_is_refused_with_401(fake_anthropic):
-    with anthropic.Anthropic(api_key="sk-ant-wrong", base_url=fake_anthropic.url, max_retries=0) as c:
-        with pytest.raises(anthropic.AuthenticationError) as caught:
-            c.messages.create(**ASK)
+    with (anthropic.Anthropic(api_key="sk-ant-wrong", base_url=fake_anthropic.url, max_retries=0) as c,
+          pytest.raises(anthropic.AuthenticationError) as caught):
+        c.messages.create(**ASK)
     assert caught.value.body["error"] == {"type": "authentication_error", "message": "invalid x-api-key"}
 
 

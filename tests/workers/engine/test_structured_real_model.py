@@ -106,6 +106,6 @@ def test_a_plain_request_beside_structured_ones_is_token_identical(real_llm):
 
 def test_an_invalid_schema_names_the_field_and_queues_nothing(real_llm):
     bad = SamplingParams(structured=StructuredOutput("json_schema", {"type": "object", "required": 3}))
-    with pytest.raises(ValueError, match="^structured: invalid json_schema"):
+    with pytest.raises(ValueError, match=r"^structured: invalid json_schema"):
         real_llm.chat(_chat("x"), bad)
     assert not real_llm.engine.has_unfinished_requests()

@@ -172,7 +172,7 @@ async def test_an_input_block_is_a_400_naming_the_rule_and_nothing_is_billed(db)
         assert gw.backend.received == []
         assert (await chat(gw, key, "hello")).status_code == 200  # the tenant's next request is fine
         assert [row.status for row in wait_usage_rows(gw.url, tenant_id, 1)] == ["ok"]
-        time.sleep(0.3)
+        await asyncio.sleep(0.3)
         assert len(usage_rows(gw.url, tenant_id)) == 1
 
 

@@ -111,7 +111,8 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- |")
     for name, r in results.items():
         at_least = ">= " if r["censored"] else ""  # the last request was still waiting: a lower bound
-        print(f"| {name} | {r['b_requests']} | {r['ttft_p50']:.3f} | {at_least}{r['ttft_p99']:.3f} | {r['tok_s']:.1f} |")
+        print(f"| {name} | {r['b_requests']} | {r['ttft_p50']:.3f} | {at_least}{r['ttft_p99']:.3f} | "
+              f"{r['tok_s']:.1f} |")
     print(f"B's p99 TTFT, FCFS / fair: {fcfs['ttft_p99'] / fair['ttft_p99']:.1f}x lower (target >= 5x)")
     print(f"total throughput, fair / FCFS: {fair['tok_s'] / fcfs['tok_s']:.3f} (target within 0.95-1.05)")
 

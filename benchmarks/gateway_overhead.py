@@ -110,7 +110,8 @@ async def main(args: argparse.Namespace) -> None:
     ms = lambda s: s * 1000  # noqa: E731
     print(f"requests={args.requests} rate={args.rate}/s limits={'redis' if args.redis else 'memory'} "
           f"max_tokens={MAX_TOKENS}")
-    for name, xs in (("direct (serving interface)", dr), ("gateway (full app)", gw), ("client floor (GET /healthz)", fl)):
+    for name, xs in (("direct (serving interface)", dr), ("gateway (full app)", gw),
+                     ("client floor (GET /healthz)", fl)):
         print(f"{name:30s} p50={ms(pct(xs, .5)):7.3f} ms  p99={ms(pct(xs, .99)):7.3f} ms  "
               f"mean={ms(statistics.fmean(xs)):7.3f} ms")
     add50, add99 = pct(gw, .5) - pct(dr, .5), pct(gw, .99) - pct(dr, .99)

@@ -48,7 +48,8 @@ def decode_ms_per_token(engine: LLMEngine, size: int, rid: str, steps: int) -> f
     for i in range(size):
         engine.add_request(f"{rid}-{i}", PROMPT, params=SamplingParams(max_tokens=steps + 2, temperature=0,
                                                                          ignore_eos=True))
-    while any(s.num_computed_tokens < s.num_prompt_tokens for s in engine.scheduler.running + list(engine.scheduler.waiting)):
+    while any(s.num_computed_tokens < s.num_prompt_tokens
+              for s in engine.scheduler.running + list(engine.scheduler.waiting)):
         engine.step()  # every prompt prefilled
     engine.step()  # the first decode step may still carry a prefill's last sample
     times = [step_ms(engine) / size for _ in range(steps)]

@@ -226,7 +226,8 @@ class RayServeBackend:
         if handle is None:
             raise VersionUnavailable(f"version {version!r} is not deployed")
         payload = asdict(request)
-        sampling_params(payload), schedule_params(payload)  # ValueError naming the field: a 400, before a replica is bothered
+        # ValueError naming the field: a 400, before a replica is bothered
+        sampling_params(payload), schedule_params(payload)
         if not self._health.healthy(version):
             raise VersionUnavailable(f"version {version!r} has no ready replica")
         gen = handle.options(stream=True).generate.remote(payload, prefix_key=prefix_key)

@@ -104,7 +104,8 @@ class ModelRunner:
 
     @torch.inference_mode()
     def forward(self, scheduled: list[ScheduledSequence]) -> tuple[StepBatch, torch.Tensor]:
-        """Write the scheduled tokens' KV into the cache; float32 logits [num_sampling, vocab] in batch.sample_rows order."""
+        """Write the scheduled tokens' KV into the cache; float32 logits [num_sampling, vocab] in
+        batch.sample_rows order."""
         batch = self.prepare(scheduled)
         logits = self.graphs.run(batch) if self.graphs is not None else None
         if logits is None:

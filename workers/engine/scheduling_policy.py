@@ -88,7 +88,8 @@ class Fair(Priority):
         self.share.leave(seq.schedule.tenant)
 
     def charge(self, seq: Sequence, *, prefill_tokens: int, decode_tokens: int) -> None:
-        self.share.charge(seq.schedule.tenant, seq.schedule.weight, prefill_tokens=prefill_tokens, decode_tokens=decode_tokens)
+        self.share.charge(seq.schedule.tenant, seq.schedule.weight, prefill_tokens=prefill_tokens,
+                          decode_tokens=decode_tokens)
 
     def key(self, seq: Sequence) -> tuple:
         return seq.schedule.priority, self.share.served(seq.schedule.tenant), seq.arrival_time

@@ -273,7 +273,8 @@ class LlamaForCausalLM(nn.Module):
             layer.post_attn_norm.weight.copy_(take(p + "post_attention_layernorm.weight"))
             layer.attn.qkv.weight.copy_(torch.cat([take(p + f"self_attn.{n}_proj.weight") for n in "qkv"]))
             layer.attn.o.weight.copy_(take(p + "self_attn.o_proj.weight"))
-            layer.mlp.gate_up.weight.copy_(torch.cat([take(p + "mlp.gate_proj.weight"), take(p + "mlp.up_proj.weight")]))
+            layer.mlp.gate_up.weight.copy_(torch.cat([take(p + "mlp.gate_proj.weight"),
+                                                      take(p + "mlp.up_proj.weight")]))
             layer.mlp.down.weight.copy_(take(p + "mlp.down_proj.weight"))
 
     @classmethod

@@ -67,7 +67,8 @@ class Tokenizer:
             raise ValueError("a tokenizer needs at least one end-of-sequence token")
         self.vocab_size = backend.get_vocab_size(with_added_tokens=True)
         self.chat_template = chat_template
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                            extensions=["jinja2.ext.loopcontrols"])
         env.globals["raise_exception"] = _raise_exception
         env.filters["tojson"] = lambda v, indent=None: json.dumps(v, indent=indent, ensure_ascii=False)
         self._template = env.from_string(chat_template) if chat_template else None

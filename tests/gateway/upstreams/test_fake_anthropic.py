@@ -62,7 +62,8 @@ def test_parallel_tool_use_plain_and_streamed(client, fake_anthropic):
     fake_anthropic.script(Answer(text_message("Paris 18C, Oslo 4C.")))
     results = [{"type": "tool_result", "tool_use_id": b.id, "content": "18C"} for b in plain.content
                if b.type == "tool_use"]
-    follow = client.messages.create(**ASK | {"messages": [ASK["messages"][0], {"role": "assistant", "content": plain.content},
+    follow = client.messages.create(**ASK | {"messages": [ASK["messages"][0],
+                                                          {"role": "assistant", "content": plain.content},
                                                           {"role": "user", "content": results}]}, tools=[WEATHER])
     assert follow.content[0].text == "Paris 18C, Oslo 4C."
 

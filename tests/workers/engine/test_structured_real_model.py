@@ -61,7 +61,8 @@ def test_every_schema_and_json_object_parse_and_validate(real_llm, mode):
     specs["regex"] = ("Give a phone number.", StructuredOutput("regex", r"[0-9]{3}-[0-9]{4}"))
     specs["grammar"] = ("Is the sky blue?", StructuredOutput("grammar", 'start: "yes" | "no"'))
     outputs = real_llm.chat([_chat(q) for q, _ in specs.values()],
-                            [SamplingParams(max_tokens=96, structured=spec, **MODES[mode]) for _, spec in specs.values()])
+                            [SamplingParams(max_tokens=96, structured=spec, **MODES[mode])
+                             for _, spec in specs.values()])
     grammars = real_llm.engine.input_processor.grammars
     for (name, (_, spec)), out in zip(specs.items(), outputs):
         c = out.outputs[0]

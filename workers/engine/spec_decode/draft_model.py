@@ -121,7 +121,8 @@ class DraftModel:
             if self._computed.get(s.seq.key, 0) > s.start:
                 self._computed[s.seq.key] = 0
 
-    def _next_tokens(self, compute: list[ComputeRow], rows: list[ScheduledSequence]) -> tuple[list[int], list[torch.Tensor | None]]:
+    def _next_tokens(self, compute: list[ComputeRow],
+                     rows: list[ScheduledSequence]) -> tuple[list[int], list[torch.Tensor | None]]:
         """One draft forward pass; each row's next draft token, and for sampled rows the q it was drawn from."""
         batch = self.runner.prepare_rows(compute)
         logits = self.model(batch.input_ids, batch.positions, self.k_cache, self.v_cache, batch.meta,

@@ -83,7 +83,8 @@ def test_bad_completion_bodies(caller):
     base = {"model": "smollm2-135m-instruct", "prompt": "hi", "max_tokens": 2}
     assert _error(client.post("/v1/completions", json={**base, "prompt": ["a", "b"]}), 400)["param"] == "prompt"
     assert _error(client.post("/v1/completions", json={**base, "echo": True}), 400)["param"] == "echo"
-    assert _error(client.post("/v1/completions", json={**base, "best_of": 3, "stream": True}), 400)["param"] == "best_of"
+    r = client.post("/v1/completions", json={**base, "best_of": 3, "stream": True})
+    assert _error(r, 400)["param"] == "best_of"
     assert _error(client.post("/v1/completions", json={**base, "best_of": 1, "n": 2}), 400)["param"] == "best_of"
     assert _error(client.post("/v1/completions", json={**base, "logprobs": 21}), 400)["param"] == "logprobs"
 

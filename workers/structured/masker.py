@@ -14,6 +14,7 @@ Rows without a grammar are never touched.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -56,7 +57,7 @@ class GrammarMasker:
     def __len__(self) -> int:
         return sum(len(m) for m in self._matchers.values())
 
-    def apply(self, logits: torch.Tensor, sources: list[GrammarSource], indices: list[int]) -> None:
+    def apply(self, logits: torch.Tensor, sources: Sequence[GrammarSource], indices: list[int]) -> None:
         """In place on logits [N, V]: each row whose source has a grammar keeps only the tokens it allows
         next (only EOS once the value is complete). sources[i] draws completion indices[i]."""
         rows = [i for i, s in enumerate(sources) if s.grammar is not None]

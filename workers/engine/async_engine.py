@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -141,7 +141,7 @@ class AsyncEngine:
     async def generate(self, request_id: str, prompt: str | list[int] | None = None, *,
                        messages: list[dict[str, Any]] | None = None, params: SamplingParams | None = None,
                        cache_salt: str | None = None,
-                       schedule: ScheduleParams | None = None) -> AsyncIterator[RequestOutput]:
+                       schedule: ScheduleParams | None = None) -> AsyncGenerator[RequestOutput, None]:
         """Stream delta outputs. Bad input raises ValueError before anything is queued; leaving
         early (aclose, cancellation, a dropped client) aborts the request and frees its blocks.
         `cache_salt` confines prefix-cache reuse to requests carrying the same salt; `schedule` is the

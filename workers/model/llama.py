@@ -3,7 +3,7 @@ Another architecture is one more file like this one, registered in workers.model
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -45,7 +45,7 @@ class LlamaConfig:
             raise ValueError(f"num_heads {self.num_heads} must be a multiple of num_kv_heads {self.num_kv_heads}")
 
     @classmethod
-    def from_gguf(cls, md: dict[str, object], tensor_names: set[str]) -> LlamaConfig:
+    def from_gguf(cls, md: dict[str, Any], tensor_names: set[str]) -> LlamaConfig:
         hidden = int(md["llama.embedding_length"])
         heads = int(md["llama.attention.head_count"])
         vocab = md.get("llama.vocab_size")
@@ -64,7 +64,7 @@ class LlamaConfig:
         )
 
     @classmethod
-    def from_hf(cls, cfg: dict[str, object]) -> LlamaConfig:
+    def from_hf(cls, cfg: dict[str, Any]) -> LlamaConfig:
         if cfg.get("rope_scaling"):
             raise ValueError(f"rope_scaling {cfg['rope_scaling']!r} is not supported")
         heads = int(cfg["num_attention_heads"])

@@ -43,7 +43,8 @@ class Int8Weight:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return tuple(self.q.shape)
+        n, k = self.q.shape
+        return n, k
 
     def dequantize(self) -> torch.Tensor:
         return self.scale[:, None] * self.q.to(torch.float32)  # [N, K] float32

@@ -69,7 +69,7 @@ def _load_gguf(path: Path, dtype: torch.dtype, gguf_weights: bool) -> LoadedMode
     ck = read_gguf(path)
     cls = _architecture(ck.architecture)
     model = cls.from_gguf(ck, dtype)
-    blocks = cls.gguf_weights(ck) if gguf_weights else {}
+    blocks: dict[str, object] = {**cls.gguf_weights(ck)} if gguf_weights else {}
     return LoadedModel(model=model, tokenizer=Tokenizer.from_gguf_metadata(ck.metadata), source=path,
                        gguf_weights=blocks)
 

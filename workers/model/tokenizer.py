@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
@@ -32,7 +33,7 @@ PRE_TOKENIZERS = {
 }
 
 
-def _bpe_from_gguf(metadata: dict[str, object]) -> BackendTokenizer:
+def _bpe_from_gguf(metadata: dict[str, Any]) -> BackendTokenizer:
     tokens = list(metadata["tokenizer.ggml.tokens"])
     merges = [tuple(m.split(" ", 1)) for m in metadata["tokenizer.ggml.merges"]]
     vocab = {tok: i for i, tok in enumerate(tokens)}
@@ -74,7 +75,7 @@ class Tokenizer:
         self._template = env.from_string(chat_template) if chat_template else None
 
     @classmethod
-    def from_gguf_metadata(cls, metadata: dict[str, object]) -> Tokenizer:
+    def from_gguf_metadata(cls, metadata: dict[str, Any]) -> Tokenizer:
         model = metadata.get("tokenizer.ggml.model")
         if model != "gpt2":
             raise ValueError(f"only byte-level BPE ('gpt2') GGUF tokenizers are supported, got {model!r}")

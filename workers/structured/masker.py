@@ -64,6 +64,8 @@ class GrammarMasker:
         if not rows:
             return
         grammar = sources[rows[0]].grammar
+        if grammar is None:  # rows holds only sources with a grammar
+            return
         matchers = [self._synced(sources[i], indices[i]) for i in rows]
         bitmask = self._fill(matchers, grammar.mask_words)  # [R, W] on the host
         self._fail_closed(bitmask, matchers, [sources[i] for i in rows], grammar.eos_token_ids)
@@ -76,6 +78,7 @@ class GrammarMasker:
         per_request = self._matchers.setdefault(seq.request_id, {})
         tracked = per_request.get(index)
         if tracked is None:
+            assert seq.grammar is not None  # only sources with a grammar are synced
             tracked = per_request[index] = _Tracked(seq.grammar.matcher())
         new = seq.token_ids[seq.num_prompt_tokens + tracked.consumed:]
         if new:

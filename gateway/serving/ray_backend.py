@@ -13,7 +13,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import asdict
 
 import ray
@@ -210,7 +210,7 @@ class RayServeBackend:
 
     # -- generation ----------------------------------------------------------------------
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationChunk]:
+    async def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationChunk, None]:
         key = prefix_key(request.prompt, request.messages) if self._settings.ray_prefix_routing else None
         chunks = self.stream_raw(request, prefix_key=key)
         try:

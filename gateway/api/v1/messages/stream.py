@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
@@ -115,7 +115,7 @@ def _ending(fmt: MessagesFormat, blocks: Blocks, choice: Choice) -> list[str]:
                   usage=usage), event("message_stop")]
 
 
-async def messages_sse(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk,
+async def messages_sse(run: Run, stream: AsyncGenerator[GenerationChunk, None], first: GenerationChunk,
                        fmt: MessagesFormat, keep: Keep | None = None) -> AsyncIterator[str]:
     status, error = "aborted", None  # "aborted" until the stream reaches an end of its own
     choices, blocks = Choices(), Blocks(fmt.names)

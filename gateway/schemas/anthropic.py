@@ -8,7 +8,7 @@ model reads them); `thinking` blocks an assistant turn carries back are dropped 
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
@@ -36,7 +36,7 @@ def _blocks(*kinds: type[_Block]) -> Any:
         return by_type.get(kind) if isinstance(kind, str) else None
 
     expected = ", ".join(by_type)
-    return Annotated[tuple(Annotated[k, Tag(k.__name__)] for k in kinds),
+    return Annotated[Union[tuple(Annotated[k, Tag(k.__name__)] for k in kinds)],  # noqa: UP007 (built at run time)
                      Discriminator(tag, custom_error_type="block_type",
                                    custom_error_message=f"a content block's type must be one of: {expected}")]
 

@@ -89,7 +89,8 @@ def split(tiers: Sequence[Tier], *, start: int, prompt_tokens: int, completion_t
     spans = ((start, start + cached), (start + cached, start + prompt_tokens),
              (start + prompt_tokens, start + prompt_tokens + completion_tokens))
     end = spans[2][1]
-    out, low = [], 0
+    out: list[Slice] = []
+    low = 0
     for n, tier in enumerate(tiers, 1):
         high = tier.up_to
         if high is not None and high <= start:

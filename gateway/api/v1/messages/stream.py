@@ -140,8 +140,8 @@ async def messages_sse(run: Run, stream: AsyncGenerator[GenerationChunk, None], 
         if error is not None:
             yield error_event(error)
             return
-        for e in blocks.finish(choices.first().tool_calls) + _ending(fmt, blocks, choices.first()):
-            yield e
+        for ending in blocks.finish(choices.first().tool_calls) + _ending(fmt, blocks, choices.first()):
+            yield ending
     finally:
         # Runs on a normal end, and when the client leaves (the task is cancelled): abort the
         # generation so the engine frees its blocks, then bill what was generated so far.

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import anyio
@@ -27,7 +28,7 @@ class Run:
 
     def __init__(self, services: Services, principal, request_id: str, *, endpoint: str, model: str,
                  reservation: Reservation, started: float, job: Job | None = None,
-                 candidates: list[str] = (), pinned: bool = False, kind: str = "interactive",
+                 candidates: Sequence[str] = (), pinned: bool = False, kind: str = "interactive",
                  rule: str | None = None) -> None:
         self.svc, self.principal, self.request_id = services, principal, request_id
         self.kind = kind  # "interactive" | "batch": how the ledger row is costed

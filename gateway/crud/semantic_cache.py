@@ -13,6 +13,7 @@ from sqlalchemy.orm import sessionmaker
 
 from gateway.db.errors import database_unavailable
 from gateway.db.models.semantic_cache_entry import SemanticCacheEntryRow
+from gateway.db.rowcount import rowcount
 from gateway.domain.cache import STORABLE_FINISH_REASONS, CachedAnswer, CacheEntry
 
 log = logging.getLogger(__name__)
@@ -134,7 +135,7 @@ class CacheRepository:
         with self._sessions() as session, session.begin():
             result = session.execute(delete(SemanticCacheEntryRow).where(
                 SemanticCacheEntryRow.tenant_id == tenant_id))
-            return result.rowcount or 0
+            return rowcount(result) or 0
 
     def load(self, *, dim: int, now: float) -> Iterator[CacheEntry]:
         """Live entries, oldest first. Corrupt rows are logged and skipped; expired ones deleted."""

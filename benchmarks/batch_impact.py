@@ -26,15 +26,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from gateway.billing.prices import seed_prices_from_catalogue  # noqa: E402
-from gateway.catalogue import load_catalogue  # noqa: E402
-from gateway.crud.keys import create_key  # noqa: E402
-from gateway.crud.tenants import create_tenant  # noqa: E402
-from gateway.db.database import Database  # noqa: E402
-from gateway.db.migrate import upgrade  # noqa: E402
-from gateway.main import create_app  # noqa: E402
-from gateway.serving.inprocess import InProcessBackend  # noqa: E402
-from gateway.settings import Settings  # noqa: E402
+from gateway.billing.prices import seed_prices_from_catalogue
+from gateway.catalogue import load_catalogue
+from gateway.crud.keys import create_key
+from gateway.crud.tenants import create_tenant
+from gateway.db.database import Database
+from gateway.db.migrate import upgrade
+from gateway.main import create_app
+from gateway.serving.inprocess import InProcessBackend
+from gateway.settings import Settings
 
 MODEL, VERSION = "smollm2-135m-instruct", "smollm2-135m-instruct@fp32"
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
@@ -118,23 +118,23 @@ async def main(args) -> None:
     backend = InProcessBackend(catalogue, {"max_num_seqs": args.max_num_seqs, "num_threads": args.threads},
                                versions=[VERSION])
     app = create_app(settings, backend=backend)
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway",
-                                     timeout=120) as client:
-            for _ in range(5):  # warm: key cache, prices, the engine's first steps
-                await ttft(client, ikey, args.max_tokens)
-            without, with_batch, during, elapsed = [], [], 0, 0.0
-            for _ in range(args.rounds):
-                without += await interactive(client, ikey, args)
-                batch_id = await start_batch(client, bkey, args)
-                before = (await batch(client, bkey, batch_id))["request_counts"]["completed"]
-                t = time.perf_counter()
-                with_batch += await interactive(client, ikey, args)
-                elapsed += time.perf_counter() - t
-                during += (await batch(client, bkey, batch_id))["request_counts"]["completed"] - before
-                await client.post(f"/v1/batches/{batch_id}/cancel", headers={"Authorization": f"Bearer {bkey}"})
-                while (await batch(client, bkey, batch_id))["status"] != "cancelled":  # lines in flight end
-                    await asyncio.sleep(0.1)
+    async with (app.router.lifespan_context(app),
+                httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway",
+                                  timeout=120) as client):
+        for _ in range(5):  # warm: key cache, prices, the engine's first steps
+            await ttft(client, ikey, args.max_tokens)
+        without, with_batch, during, elapsed = [], [], 0, 0.0
+        for _ in range(args.rounds):
+            without += await interactive(client, ikey, args)
+            batch_id = await start_batch(client, bkey, args)
+            before = (await batch(client, bkey, batch_id))["request_counts"]["completed"]
+            t = time.perf_counter()
+            with_batch += await interactive(client, ikey, args)
+            elapsed += time.perf_counter() - t
+            during += (await batch(client, bkey, batch_id))["request_counts"]["completed"] - before
+            await client.post(f"/v1/batches/{batch_id}/cancel", headers={"Authorization": f"Bearer {bkey}"})
+            while (await batch(client, bkey, batch_id))["status"] != "cancelled":  # lines in flight end
+                await asyncio.sleep(0.1)
     ms = lambda s: s * 1000  # noqa: E731
     print(f"interactive: {args.clients} users, {args.max_tokens}-token answers, {args.think:g} s think time, "
           f"{args.rounds} rounds of {args.seconds:g} s per phase; batch: {args.batch_lines} lines of "

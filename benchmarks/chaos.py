@@ -35,12 +35,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.chaos_load import Load  # noqa: E402
-from benchmarks.chaos_report import Phase, Row, figures, label, phase_lines, print_table, reconcile  # noqa: E402
-from benchmarks.chaos_stack import (Admin, GatewayProcess, PoolShape, RayPool, gateway_env, migrate,  # noqa: E402
+from benchmarks.chaos_load import Load
+from benchmarks.chaos_report import Phase, Row, figures, label, phase_lines, print_table, reconcile
+from benchmarks.chaos_stack import (Admin, GatewayProcess, PoolShape, RayPool, gateway_env, migrate,
                                     ray_auth_env, wait_until, write_catalogue)
-from tests.faults.servers import ThrowawayPostgres, ThrowawayRedis, free_port  # noqa: E402
-from tests.gateway.support import usage_rows  # noqa: E402
+from tests.faults.servers import ThrowawayPostgres, ThrowawayRedis, free_port
+from tests.gateway.support import usage_rows
 
 def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)

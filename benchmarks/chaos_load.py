@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 import httpx
+import contextlib
 
 HUNG_S = 30.0  # a request open longer than this is hung
 CLIENT_TIMEOUT_S = 35.0
@@ -86,10 +87,8 @@ def send(http: httpx.Client, key: str, o: Outcome, body: dict) -> None:
             o.retry_after = r.headers.get("retry-after")
             if r.status_code != 200:
                 r.read()
-                try:
+                with contextlib.suppress(ValueError):
                     _error_fields(o, r.json())
-                except ValueError:
-                    pass
             elif body.get("stream"):
                 _read_stream(r, o)
             else:
@@ -152,7 +151,7 @@ class Load:
         self._threads = [threading.Thread(target=self._client, args=(i,), name=f"chaos-client-{i}", daemon=True)
                          for i in range(self.clients)]
 
-    def start(self) -> "Load":
+    def start(self) -> Load:
         for t in self._threads:
             t.start()
         return self

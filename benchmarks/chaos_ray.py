@@ -17,12 +17,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import ray  # noqa: E402
-from ray import serve  # noqa: E402
+import ray
+from ray import serve
 
-from gateway.catalogue import load_catalogue  # noqa: E402
-from gateway.serving.pool import versions_from_catalogue  # noqa: E402
-from workers.serve.app import app_name, deploy  # noqa: E402
+from gateway.catalogue import load_catalogue
+from gateway.serving.pool import versions_from_catalogue
+from workers.serve.app import app_name, deploy
 
 REPLICA_PREFIX = "SERVE_REPLICA::"  # ray.serve._private.common.REPLICA_ID_FULL_ID_STR_PREFIX
 SERVE_NAMESPACE = "serve"

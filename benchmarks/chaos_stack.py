@@ -16,7 +16,6 @@ from pathlib import Path
 import httpx
 import yaml
 
-from tests.faults.servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = "smollm2-135m-instruct"
@@ -111,7 +110,7 @@ class GatewayProcess:
         """Start and wait for /readyz; returns the seconds it took."""
         started = time.monotonic()
         self.starts += 1
-        log = open(self.log_path, "ab")
+        log = open(self.log_path, "ab")  # noqa: SIM115 (the gateway process writes to it while it runs)
         log.write(f"\n--- start {self.starts} ---\n".encode())
         log.flush()
         self.proc = subprocess.Popen(self.command, cwd=ROOT, env=self.env,
@@ -185,7 +184,7 @@ class RayPool:
 
     def start(self, timeout_s: float = 900) -> float:
         started = time.monotonic()
-        log = open(self.log_path, "ab")
+        log = open(self.log_path, "ab")  # noqa: SIM115 (the Ray pool process writes to it while it runs)
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "RAY_USAGE_STATS_ENABLED": "0",
                **self.auth_env}
         self.proc = subprocess.Popen(

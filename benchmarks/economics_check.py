@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import os
 import random
@@ -41,26 +42,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-import httpx  # noqa: E402
-import uvicorn  # noqa: E402
+import httpx
+import uvicorn
 
-from benchmarks.engine_throughput import QUESTIONS, bench_engine, build_requests  # noqa: E402
-from gateway.domain.period import Period  # noqa: E402
-from gateway.billing.prices import seed_prices_from_catalogue  # noqa: E402
-from gateway.catalogue import load_catalogue  # noqa: E402
-from gateway.crud.keys import create_key  # noqa: E402
-from gateway.crud.tenants import create_tenant  # noqa: E402
-from gateway.db.database import Database  # noqa: E402
-from gateway.db.migrate import upgrade  # noqa: E402
-from gateway.economics.costs import seed_version_costs_from_catalogue  # noqa: E402
-from gateway.economics.query import economics_report  # noqa: E402
-from gateway.economics.report import ReportOptions  # noqa: E402
-from gateway.main import create_app  # noqa: E402
-from gateway.schemas.billing import decimal_text as dt  # noqa: E402
-from gateway.serving.inprocess import InProcessBackend  # noqa: E402
-from gateway.serving.ray_backend import RayServeBackend  # noqa: E402
-from gateway.settings import Settings  # noqa: E402
-from workers import LLM  # noqa: E402
+from benchmarks.engine_throughput import QUESTIONS, bench_engine, build_requests
+from gateway.domain.period import Period
+from gateway.billing.prices import seed_prices_from_catalogue
+from gateway.catalogue import load_catalogue
+from gateway.crud.keys import create_key
+from gateway.crud.tenants import create_tenant
+from gateway.db.database import Database
+from gateway.db.migrate import upgrade
+from gateway.economics.costs import seed_version_costs_from_catalogue
+from gateway.economics.query import economics_report
+from gateway.economics.report import ReportOptions
+from gateway.main import create_app
+from gateway.schemas.billing import decimal_text as dt
+from gateway.serving.inprocess import InProcessBackend
+from gateway.serving.ray_backend import RayServeBackend
+from gateway.settings import Settings
+from workers import LLM
 
 VERSION = "smollm2-135m-instruct@fp32"
 ADMIN_KEY = "tga-economics-check-0123456789abcdef"
@@ -80,10 +81,8 @@ def engine_benchmark(engine: dict, seed: int) -> float:
 def pin_process(cpus: set[int]) -> None:
     """Every thread of this process onto `cpus` (threads started later inherit their creator's set)."""
     for tid in os.listdir("/proc/self/task"):
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # a thread that ended meanwhile
             os.sched_setaffinity(int(tid), cpus)
-        except (ProcessLookupError, PermissionError):
-            pass  # a thread that ended meanwhile
 
 
 def pin_thread(name: str, cpus: set[int]) -> None:

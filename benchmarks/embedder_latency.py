@@ -14,7 +14,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gateway.embedding import Embedder, EmbedderConfig  # noqa: E402
+from gateway.embedding import Embedder, EmbedderConfig
 
 QUESTIONS = {
     "short (9 words)": "How do I reset my password on the website?",

@@ -25,10 +25,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
+import torch
 
-from workers import LLM, SamplingParams  # noqa: E402
-from workers.model.registry import CATALOGUE  # noqa: E402
+from workers import LLM, SamplingParams
+from workers.model.registry import CATALOGUE
 
 QUESTIONS = [
     "What is the capital of France?", "Explain how a bicycle stays upright.", "Write a haiku about winter.",
@@ -161,7 +161,8 @@ def main() -> None:
           f"(measured on {len(subset)} of {len(requests)} requests, {sum(n for _, n in subset)} tokens; extrapolated)")
     batched = requests[:args.hf_batches * args.hf_batch] if args.hf_batches else requests
     static_tps = bench_hf_static(hf, batched, pad, args.hf_batch)
-    note = "" if len(batched) == len(requests) else f" (measured on {len(batched)} of {len(requests)} requests; extrapolated)"
+    note = ("" if len(batched) == len(requests)
+            else f" (measured on {len(batched)} of {len(requests)} requests; extrapolated)")
     print(f"(b) transformers static batches/{args.hf_batch}: {static_tps:8.1f} tok/s{note}")
     # Re-measure the engine after the baselines, so slow drift of a shared machine shows up in the ratio.
     engine_again = bench_engine(llm, requests)

@@ -22,11 +22,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from prometheus_client import CollectorRegistry  # noqa: E402
+from prometheus_client import CollectorRegistry
 
-from workers import EngineConfig, SamplingParams  # noqa: E402
-from workers.engine.async_engine import AsyncEngine  # noqa: E402
-from workers.schedule_params import ScheduleParams  # noqa: E402
+from workers import EngineConfig, SamplingParams
+from workers.engine.async_engine import AsyncEngine
+from workers.schedule_params import ScheduleParams
 
 FLOOD_PROMPT = [{"role": "user", "content": "Write a long story about a lighthouse keeper and a storm."}]
 SHORT_PROMPT = [{"role": "user", "content": "What is the capital of France?"}]
@@ -86,7 +86,7 @@ async def run(policy: str, args) -> dict:
     if censored:
         ttfts.append(time.perf_counter() - waiting_since[0])
     stop.set()
-    for t in floods + [b]:
+    for t in [*floods, b]:
         t.cancel()
     await asyncio.gather(*floods, b, return_exceptions=True)
     await engine.stop()
@@ -107,11 +107,12 @@ def main() -> None:
     fcfs, fair = results["fcfs"], results["fair"]
     print(f"tenant A: {args.flood} requests of 256 tokens in flight; tenant B: 16-token requests one at a time; "
           f"max_num_seqs {args.max_num_seqs}, {args.seconds:g} s per policy")
-    print(f"| policy | B requests | B TTFT p50 (s) | B TTFT p99 (s) | total output tok/s |")
-    print(f"| --- | --- | --- | --- | --- |")
+    print("| policy | B requests | B TTFT p50 (s) | B TTFT p99 (s) | total output tok/s |")
+    print("| --- | --- | --- | --- | --- |")
     for name, r in results.items():
         at_least = ">= " if r["censored"] else ""  # the last request was still waiting: a lower bound
-        print(f"| {name} | {r['b_requests']} | {r['ttft_p50']:.3f} | {at_least}{r['ttft_p99']:.3f} | {r['tok_s']:.1f} |")
+        print(f"| {name} | {r['b_requests']} | {r['ttft_p50']:.3f} | {at_least}{r['ttft_p99']:.3f} | "
+              f"{r['tok_s']:.1f} |")
     print(f"B's p99 TTFT, FCFS / fair: {fcfs['ttft_p99'] / fair['ttft_p99']:.1f}x lower (target >= 5x)")
     print(f"total throughput, fair / FCFS: {fair['tok_s'] / fcfs['tok_s']:.3f} (target within 0.95-1.05)")
 

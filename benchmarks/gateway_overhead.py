@@ -22,16 +22,16 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.canned_backend import VERSION, CannedBackend  # noqa: E402
-from gateway.billing.prices import seed_prices_from_catalogue  # noqa: E402
-from gateway.catalogue import load_catalogue  # noqa: E402
-from gateway.crud.keys import create_key  # noqa: E402
-from gateway.crud.tenants import create_tenant  # noqa: E402
-from gateway.db.database import Database  # noqa: E402
-from gateway.db.migrate import upgrade  # noqa: E402
-from gateway.main import create_app  # noqa: E402
-from gateway.serving.base import GenerationRequest  # noqa: E402
-from gateway.settings import Settings  # noqa: E402
+from benchmarks.canned_backend import VERSION, CannedBackend
+from gateway.billing.prices import seed_prices_from_catalogue
+from gateway.catalogue import load_catalogue
+from gateway.crud.keys import create_key
+from gateway.crud.tenants import create_tenant
+from gateway.db.database import Database
+from gateway.db.migrate import upgrade
+from gateway.main import create_app
+from gateway.serving.base import GenerationRequest
+from gateway.settings import Settings
 
 MESSAGES = [{"role": "user", "content": "Say hi to the benchmark."}]
 MAX_TOKENS = 4
@@ -110,7 +110,8 @@ async def main(args: argparse.Namespace) -> None:
     ms = lambda s: s * 1000  # noqa: E731
     print(f"requests={args.requests} rate={args.rate}/s limits={'redis' if args.redis else 'memory'} "
           f"max_tokens={MAX_TOKENS}")
-    for name, xs in (("direct (serving interface)", dr), ("gateway (full app)", gw), ("client floor (GET /healthz)", fl)):
+    for name, xs in (("direct (serving interface)", dr), ("gateway (full app)", gw),
+                     ("client floor (GET /healthz)", fl)):
         print(f"{name:30s} p50={ms(pct(xs, .5)):7.3f} ms  p99={ms(pct(xs, .99)):7.3f} ms  "
               f"mean={ms(statistics.fmean(xs)):7.3f} ms")
     add50, add99 = pct(gw, .5) - pct(dr, .5), pct(gw, .99) - pct(dr, .99)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import random
 import statistics
@@ -116,7 +115,7 @@ def check_kernels(report: Report, device: str, tiny: bool) -> None:
         ok, err = _close(rms_norm(x, w, 1e-5), F.rms_norm(x.float(), (hidden,), w.float(), 1e-5), dt)
         report.check(f"rms_norm {tag}", ok, f"rel err {err:.1e}")
         res = torch.randn(rows, hidden, generator=g).to(device, dt)
-        out, h = rms_norm(x, w, 1e-5, residual=res)
+        out, _h = rms_norm(x, w, 1e-5, residual=res)
         ok, err = _close(out, F.rms_norm((x.float() + res.float()).to(dt).float(), (hidden,), w.float(), 1e-5), dt)
         report.check(f"rms_norm + residual {tag}", ok, f"rel err {err:.1e}")
         gu = torch.randn(rows, 2 * inter, generator=g).to(device, dt)
@@ -136,7 +135,8 @@ def check_kernels(report: Report, device: str, tiny: bool) -> None:
         vc = torch.zeros_like(kc)
         want = qkv.float().clone()
         qk = want[:, :(heads + kv_heads) * dim].view(rows, heads + kv_heads, dim)
-        want[:, :(heads + kv_heads) * dim] = apply_rotary(qk, cos.float()[:, None], sin.float()[:, None]).reshape(rows, -1)
+        want[:, :(heads + kv_heads) * dim] = apply_rotary(qk, cos.float()[:, None],
+                                                          sin.float()[:, None]).reshape(rows, -1)
         rotary_store_kv(qkv, cos, sin, slots, kc, vc, heads, kv_heads, dim)
         k_want = want[:, heads * dim:(heads + kv_heads) * dim].view(rows, kv_heads, dim).transpose(0, 1)
         ok1, err1 = _close(qkv, want, dt)
@@ -159,8 +159,9 @@ def check_kernels(report: Report, device: str, tiny: bool) -> None:
             v = vc[:, idx].reshape(kv_heads, -1, dim)[:, :length].float()
             return k.repeat_interleave(heads // kv_heads, 0), v.repeat_interleave(heads // kv_heads, 0)
 
-        want = torch.stack([torch.softmax(torch.einsum("hd,hkd->hk", q[i].float(), context(i, int(lens[i]))[0]) * scale, -1)
-                            .unsqueeze(1).bmm(context(i, int(lens[i]))[1]).squeeze(1) for i in range(n)])
+        want = torch.stack([
+            torch.softmax(torch.einsum("hd,hkd->hk", q[i].float(), context(i, int(lens[i]))[0]) * scale, -1)
+            .unsqueeze(1).bmm(context(i, int(lens[i]))[1]).squeeze(1) for i in range(n)])
         got = paged_decode_attention(q, kc, vc, tables, lens.to(device), scale)
         ok, err = _close(got, want, dt)
         report.check(f"paged decode attention {tag}", ok, f"rel err {err:.1e} (n={n}, context {ctx})")
@@ -175,7 +176,8 @@ def check_kernels(report: Report, device: str, tiny: bool) -> None:
             qi = q[int(qs[i]):int(qs[i + 1])].float().transpose(0, 1)  # [H, m, D]
             start = int(plens[i]) - m
             mask = torch.arange(int(plens[i]))[None, :] <= torch.arange(start, int(plens[i]))[:, None]
-            outs.append(F.scaled_dot_product_attention(qi, k, v, attn_mask=mask.to(device), scale=scale).transpose(0, 1))
+            outs.append(F.scaled_dot_product_attention(qi, k, v, attn_mask=mask.to(device), scale=scale)
+                        .transpose(0, 1))
         got = paged_prefill_attention(q, kc, vc, tables[:2], qs.to(device), plens.to(device), scale,
                                       max_query_len=max(new))
         ok, err = _close(got, torch.cat(outs), dt)
@@ -259,7 +261,8 @@ def check_model(report: Report, device: str, tiny: bool, seed: int) -> tuple[obj
     else:
         config = TINY if tiny else SMOLLM2_135M
         folder, hf = synthetic_folder(config, seed, torch.float32)
-        model, source, vocab = str(folder), ("a tiny" if tiny else "SmolLM2-135M's") + " Llama, seeded random weights", config["vocab_size"]
+        model, vocab = str(folder), config["vocab_size"]
+        source = ("a tiny" if tiny else "SmolLM2-135M's") + " Llama, seeded random weights"
     hf = hf.to(device).eval()
     lengths = [5, 9] if tiny else [7, 19, 40, 64, 100, 150]
     prompts = [[gen.randrange(1, vocab) for _ in range(n)] for n in lengths]
@@ -276,7 +279,8 @@ def check_model(report: Report, device: str, tiny: bool, seed: int) -> tuple[obj
                               min_new_tokens=new, do_sample=False, pad_token_id=0)
             theirs.append(out[0, len(p):].tolist())
     same = sum(a == b for a, b in zip(ours, theirs))
-    detail = f"{same}/{len(prompts)} prompts x {new} tokens identical ({source}, float32, {llm.engine.runner.kernels.describe()})"
+    detail = (f"{same}/{len(prompts)} prompts x {new} tokens identical "
+              f"({source}, float32, {llm.engine.runner.kernels.describe()})")
     if same != len(prompts):
         i = next(i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b)
         detail += f"; first differs at prompt {i}: ours {ours[i][:8]} vs {theirs[i][:8]}"
@@ -377,7 +381,7 @@ def bench_bandwidth(report: Report, device: str) -> None:
     name = torch.cuda.get_device_name()
     src = torch.empty(2**30, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
-    copy_bw = 2 * src.numel() / _time_cuda(lambda: dst.copy_(src))
+    copy_bw = 2 * src.numel() / _time_cuda(lambda: dst.copy_(src))  # noqa: F821 (timed before the del below)
     peak = next((v for k, v in PEAK_BANDWIDTH.items() if k in name), None)
     del src, dst
     report.figure("device", f"{name}; copy {copy_bw / 1e12:.2f} TB/s (read + write)"
@@ -398,7 +402,8 @@ def bench_bandwidth(report: Report, device: str) -> None:
         lens = torch.full((n,), ctx, device=device)
         q = torch.randn(n, heads, dim, device=device, dtype=torch.bfloat16, generator=g)
         out = torch.empty_like(q)
-        t = _time_cuda(lambda: paged_decode_attention(q, kc, vc, tables, lens, dim ** -0.5, out, validate=False))
+        t = _time_cuda(lambda: paged_decode_attention(q, kc, vc, tables, lens, dim ** -0.5, out,  # noqa: F821
+                                                      validate=False))  # (timed before the del below)
         report.figure(f"decode attention bf16 n={n} ctx={ctx}", f"{t * 1e6:8.1f} us  " + share(2 * kc.numel() * 2, t))
         del kc, vc
     k_in = n_out = 8192
@@ -453,7 +458,7 @@ def main() -> int:
         print(f"-- {name} ({time.perf_counter() - started:.0f} s)", flush=True)
         try:
             run()
-        except Exception as exc:  # noqa: BLE001 - one broken section must not hide the others' figures
+        except Exception as exc:  # one broken section must not hide the others' figures
             import traceback
 
             traceback.print_exc()

@@ -31,7 +31,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.hostile_payloads import LIGHT, PAYLOADS, body  # noqa: E402
+from benchmarks.hostile_payloads import LIGHT, PAYLOADS, body
 
 MADE_UP_KEYS = "made_up_keys"
 

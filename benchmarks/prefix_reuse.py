@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workers.config import EngineConfig  # noqa: E402
-from workers.engine.llm_engine import LLMEngine  # noqa: E402
-from workers.sampling_params import SamplingParams  # noqa: E402
+from workers.config import EngineConfig
+from workers.engine.llm_engine import LLMEngine
+from workers.sampling_params import SamplingParams
 
 _POLICY = (
     "You are the support assistant of Tollgate, a self-hosted model service. Answer briefly and "

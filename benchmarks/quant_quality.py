@@ -28,11 +28,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
+import torch
 
-from workers import LLM, SamplingParams  # noqa: E402
-from workers.engine.model_runner import ModelRunner  # noqa: E402
-from workers.model.attention import AttentionMetadata, PrefillChunk  # noqa: E402
+from workers import LLM, SamplingParams
+from workers.engine.model_runner import ModelRunner
+from workers.model.attention import AttentionMetadata, PrefillChunk
 
 TEXT = Path(__file__).resolve().parent / "data" / "perplexity.txt"
 PROMPTS = [

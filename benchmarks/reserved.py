@@ -24,11 +24,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from prometheus_client import CollectorRegistry  # noqa: E402
+from prometheus_client import CollectorRegistry
 
-from workers import EngineConfig, SamplingParams  # noqa: E402
-from workers.engine.async_engine import AsyncEngine  # noqa: E402
-from workers.schedule_params import ScheduleParams  # noqa: E402
+from workers import EngineConfig, SamplingParams
+from workers.engine.async_engine import AsyncEngine
+from workers.schedule_params import ScheduleParams
 
 FLOOD_PROMPT = [{"role": "user", "content": "Write a long story about a lighthouse keeper and a storm."}]
 RESERVED_PROMPT = [{"role": "user", "content": "Summarise the plot of a detective novel."}]

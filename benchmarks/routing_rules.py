@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.gateway.routing.rules_scenario import CATALOGUE, RULES, run, workload  # noqa: E402
+from tests.gateway.routing.rules_scenario import CATALOGUE, RULES, run, workload
 
 
 def main() -> None:

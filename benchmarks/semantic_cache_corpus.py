@@ -1,7 +1,8 @@
 """The hand-written semantic-cache evaluation corpus: labelled question pairs in a dev and a sealed test split.
 
-`load("dev")`, `load("dev2")`, `load("dev3")` and `load("dev4")` are for tuning; `load("test")` is for reporting, once per change, and refuses a test file whose
-sha256 is not the one recorded in SEALED.md (so a silently edited test split cannot produce figures).
+`load("dev")`, `load("dev2")`, `load("dev3")` and `load("dev4")` are for tuning; `load("test")` is for reporting,
+once per change, and refuses a test file whose sha256 is not the one recorded in SEALED.md (so a silently edited
+test split cannot produce figures).
 """
 from __future__ import annotations
 

@@ -25,11 +25,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
-from prometheus_client import REGISTRY  # noqa: E402
+import torch
+from prometheus_client import REGISTRY
 
-from benchmarks.engine_throughput import bench_engine, build_requests  # noqa: E402
-from workers import LLM, SamplingParams  # noqa: E402
+from benchmarks.engine_throughput import bench_engine, build_requests
+from workers import LLM, SamplingParams
 
 MODEL = "smollm2-135m-instruct"
 NGRAM = {"method": "ngram", "num_tokens": 4, "lookup_min": 2, "lookup_max": 4}
@@ -46,8 +46,8 @@ CODE = '''def total_price(items, tax):
     return total'''
 GROUNDED = [
     f"Rewrite the following text in the past tense. Keep everything else the same.\n\n{PASSAGE}",
-    f"Copy the following text, fixing any spelling mistakes:\n\nThe citty council met on Tusday to discuss the "
-    f"new bycicle lanes on Main Stret. The mayor said the lanes wuold be finished by the end of June.",
+    "Copy the following text, fixing any spelling mistakes:\n\nThe citty council met on Tusday to discuss the "
+    "new bycicle lanes on Main Stret. The mayor said the lanes wuold be finished by the end of June.",
     f"Extract every sentence of the following text that mentions money or a date, word for word.\n\n{PASSAGE}",
     f"Summarize the following text in two sentences, reusing its wording.\n\n{PASSAGE}",
     f"Rename the variable `total` to `amount` in this Python function and show the whole function.\n\n{CODE}",

@@ -20,11 +20,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from prometheus_client import CollectorRegistry  # noqa: E402
+from prometheus_client import CollectorRegistry
 
-from workers.config import EngineConfig  # noqa: E402
-from workers.engine.llm_engine import LLMEngine  # noqa: E402
-from workers.sampling_params import SamplingParams  # noqa: E402
+from workers.config import EngineConfig
+from workers.engine.llm_engine import LLMEngine
+from workers.sampling_params import SamplingParams
 
 PROMPT = "Explain, in a few short sentences, how a bicycle stays upright while it moves forward on a road."
 
@@ -48,7 +48,8 @@ def decode_ms_per_token(engine: LLMEngine, size: int, rid: str, steps: int) -> f
     for i in range(size):
         engine.add_request(f"{rid}-{i}", PROMPT, params=SamplingParams(max_tokens=steps + 2, temperature=0,
                                                                          ignore_eos=True))
-    while any(s.num_computed_tokens < s.num_prompt_tokens for s in engine.scheduler.running + list(engine.scheduler.waiting)):
+    while any(s.num_computed_tokens < s.num_prompt_tokens
+              for s in engine.scheduler.running + list(engine.scheduler.waiting)):
         engine.step()  # every prompt prefilled
     engine.step()  # the first decode step may still carry a prefill's last sample
     times = [step_ms(engine) / size for _ in range(steps)]
@@ -64,7 +65,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
     config = EngineConfig(device="cpu", dtype=args.dtype, num_threads=args.threads, max_num_seqs=max(args.sizes),
-                          max_num_batched_tokens=max(1024, max(args.sizes)),
+                          max_num_batched_tokens=max(1024, *args.sizes),
                           enable_prefix_caching=False)  # every repeat computes its prompt anew
     engine = LLMEngine(config, registry=CollectorRegistry())
     prefill_ms_per_token(engine, 16, "warm")  # first-call costs out of the way

@@ -20,15 +20,14 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.semantic_cache_corpus import load  # noqa: E402
-from gateway.cache.judge import judged_text  # noqa: E402
-from gateway.embedding.cross_encoder import DEFAULT_WEIGHTS, build_model  # noqa: E402
-from gateway.embedding.embedder import EmbedderConfig  # noqa: E402
+from benchmarks.semantic_cache_corpus import load
+from gateway.cache.judge import judged_text
+from gateway.embedding.cross_encoder import DEFAULT_WEIGHTS, build_model
+from gateway.embedding.embedder import EmbedderConfig
 
 TRAIN_SPLITS = ("dev", "dev2", "dev3", "dev4", "train")
 

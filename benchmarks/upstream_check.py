@@ -113,14 +113,17 @@ def main() -> int:
            "TOLLGATE_EMBEDDINGS_ENABLED": "false",
            "DATABASE_URL": f"sqlite:///{tmp / 'tollgate.db'}", "HF_HUB_OFFLINE": "1", "REDIS_URL": ""}
     tollgate = str(Path(sys.executable).parent / "tollgate")
+    # The servers write to their logs while they run (the files close when this process exits).
+    llama_log = open(tmp / "llama.log", "w")  # noqa: SIM115
     llama = subprocess.Popen([args.llama_python, "-m", "llama_cpp.server", "--model", str(gguf_path()),
                               "--model_alias", "smollm2", "--host", "127.0.0.1", "--port", str(llama_port),
                               "--n_ctx", "2048", "--n_threads", "1"],
-                             stdout=open(tmp / "llama.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
+                             stdout=llama_log, stderr=subprocess.STDOUT, start_new_session=True)
     subprocess.run([tollgate, "migrate"], env=env, check=True, capture_output=True)
     log_path = tmp / "gateway.log"
+    gateway_log = open(log_path, "w")  # noqa: SIM115
     gateway = subprocess.Popen([tollgate, "serve", "--host", "127.0.0.1", "--port", str(gw_port)], env=env,
-                               stdout=open(log_path, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+                               stdout=gateway_log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_http(f"http://127.0.0.1:{llama_port}/v1/models", 120, ok=lambda r: r.status_code == 200)
         wait_http(f"http://127.0.0.1:{gw_port}/readyz", 300, ok=lambda r: r.status_code == 200)

@@ -93,7 +93,9 @@ async def main(args) -> None:
     off, _ = await gateway_latencies(0, args)
     on, written = await gateway_latencies(1000, args)
     off_again, _ = await gateway_latencies(0, args)  # the order of runs is not what differs
-    ms = lambda s: s * 1000
+    def ms(s: float) -> float:
+        return s * 1000
+
     print(f"requests={args.requests} rate={args.rate}/s, 2 KB system prompt, 50 questions; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     for name, xs in (("hashing off", off), ("hashing on", on), ("hashing off again", off_again)):

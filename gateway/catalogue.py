@@ -6,6 +6,7 @@ from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+import itertools
 
 
 class CatalogueError(ValueError):
@@ -32,14 +33,14 @@ class Price(_Strict):
     tiers: list[PriceTier] | None = None
 
     @model_validator(mode="after")
-    def _tiers(self) -> "Price":
+    def _tiers(self) -> Price:
         if not self.tiers:
             return self
         first = self.tiers[0]
         if (first.input_per_million, first.output_per_million) != (self.input_per_million, self.output_per_million):
             raise ValueError("tiers[0] must carry the flat input_per_million and output_per_million")
         ends = [t.up_to for t in self.tiers]
-        if ends[-1] is not None or None in ends[:-1] or any(a >= b for a, b in zip(ends[:-2], ends[1:-1])):
+        if ends[-1] is not None or None in ends[:-1] or any(a >= b for a, b in itertools.pairwise(ends[:-1])):
             raise ValueError("tiers: up_to must ascend, and only the last tier's is null")
         return self
 
@@ -56,7 +57,7 @@ class Replicas(_Strict):
     max_queued_requests: int = Field(256, ge=-1)  # per gateway; beyond it a version is "overloaded"
 
     @model_validator(mode="after")
-    def _bounds(self) -> "Replicas":
+    def _bounds(self) -> Replicas:
         if self.min > self.max:
             raise ValueError(f"replicas.min ({self.min}) exceeds replicas.max ({self.max})")
         if self.max_queued_requests == 0:
@@ -116,14 +117,14 @@ class VersionSpec(_Strict):
     benchmark_output_tokens_per_s: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
-    def _gpu_needs_gpus(self) -> "VersionSpec":
+    def _gpu_needs_gpus(self) -> VersionSpec:
         device = str(self.engine.get("device") or "")
         if device.startswith("cuda") and self.replicas.num_gpus == 0:
             raise ValueError("engine.device is cuda: replicas.num_gpus must ask Ray for a GPU")
         return self
 
     @model_validator(mode="after")
-    def _upstream_or_pool(self) -> "VersionSpec":
+    def _upstream_or_pool(self) -> VersionSpec:
         if self.upstream is None:
             if self.model is not None:
                 raise ValueError("model names an upstream's model id: set upstream too")
@@ -158,7 +159,7 @@ class ModelSpec(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _weights_for_pool(self) -> "ModelSpec":
+    def _weights_for_pool(self) -> ModelSpec:
         if self.weights is None and any(not v.is_upstream for v in self.versions.values()):
             raise ValueError("weights: required when a version runs in the pool")
         return self
@@ -171,7 +172,7 @@ class EmbeddingSpec(_Strict):
     cost: TokenCost | None = None  # the provider's price (input_per_million)
 
     @model_validator(mode="after")
-    def _upstream_model(self) -> "EmbeddingSpec":
+    def _upstream_model(self) -> EmbeddingSpec:
         if (self.upstream is None) != (self.model is None):
             raise ValueError("an upstream embedding model needs both upstream and model")
         return self
@@ -183,7 +184,7 @@ class AliasSpec(_Strict):
     stable: str | None = None  # where a rollback sends traffic; None: the heaviest version
 
     @model_validator(mode="after")
-    def _stable_in_weights(self) -> "AliasSpec":
+    def _stable_in_weights(self) -> AliasSpec:
         if self.stable is not None and self.stable not in self.weights:
             raise ValueError(f"stable {self.stable!r} is not one of the weighted versions")
         return self
@@ -222,7 +223,7 @@ class Catalogue(_Strict):
     routing: RoutingSpec = RoutingSpec()
 
     @model_validator(mode="after")
-    def _references(self) -> "Catalogue":
+    def _references(self) -> Catalogue:
         for name, _, spec in self._versions():
             if spec.upstream is not None and spec.upstream not in self.upstreams:
                 raise ValueError(f"models.{name.replace('@', '.versions.')}.upstream: unknown upstream "

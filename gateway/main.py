@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gc
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 
@@ -18,9 +19,12 @@ from gateway.serving.base import ModelBackend
 from gateway.services import Services
 from gateway.settings import Settings, get_settings
 
+if TYPE_CHECKING:
+    from gateway.embedding import Embedder
+
 
 def create_app(settings: Settings | None = None, *, backend: ModelBackend | None = None,
-               embedder: object | None = None) -> FastAPI:
+               embedder: Embedder | None = None) -> FastAPI:
     settings = settings or get_settings()
     configure_logging(settings.log_level)
 

@@ -9,7 +9,7 @@ import os
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
-import pytest  # noqa: E402
+import pytest
 
 
 @pytest.fixture(scope="session")

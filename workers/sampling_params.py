@@ -1,6 +1,7 @@
 """Per-request sampling settings, validated at submission (vLLM's fields and ranges)."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from workers.structured.spec import StructuredOutput
@@ -105,4 +106,4 @@ def _is_int(x: object) -> bool:
 
 
 def _is_number(x: object) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == x  # x == x: not NaN
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and not (isinstance(x, float) and math.isnan(x))

@@ -74,7 +74,7 @@ def diurnal(hour: np.ndarray, day_night: np.ndarray) -> np.ndarray:
 
 def rate_curve(cfg: TrafficConfig, rng: np.random.Generator) -> np.ndarray:
     """Expected requests/s per tick."""
-    t = np.arange(int(round(cfg.days * DAY_S / cfg.tick_s))) * cfg.tick_s
+    t = np.arange(round(cfg.days * DAY_S / cfg.tick_s)) * cfg.tick_s
     day = (t // DAY_S).astype(int)
     n_days = int(day[-1]) + 1
     ratios = rng.uniform(*cfg.day_night, size=n_days)

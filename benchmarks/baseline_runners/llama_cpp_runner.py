@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from protocol import serve  # noqa: E402
+from protocol import serve
 
 state: dict = {}
 
@@ -26,10 +26,9 @@ def _one(llm, prompt: list[int], n: int) -> tuple[float, float]:
     """(seconds to the first token, seconds for the whole request); n tokens, EOS ignored."""
     start = time.perf_counter()
     first = None
-    produced = 0
     # generate() yields sampled tokens forever (stopping on EOS is its callers' job); top_k=1 is greedy.
-    for _ in llm.generate(prompt, top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0, reset=True):
-        produced += 1
+    tokens = llm.generate(prompt, top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0, reset=True)
+    for produced, _ in enumerate(tokens, start=1):
         if first is None:
             first = time.perf_counter()
         if produced == n:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 
 def serve(handlers: dict[str, Callable[[dict], dict]]) -> None:

@@ -7,6 +7,7 @@ any field of a row, or removing a row, breaks the chain from there on."""
 from __future__ import annotations
 
 import hashlib
+import math
 import json
 import uuid
 from collections.abc import Mapping
@@ -30,7 +31,7 @@ def jsonable(value: Any) -> JSON:
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             raise ValueError("an audited value cannot be NaN or infinite")
         return value
     if isinstance(value, Decimal):

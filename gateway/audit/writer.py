@@ -11,6 +11,7 @@ from gateway.audit.chain import jsonable, seal
 from gateway.audit.errors import ChainHeadMissing
 from gateway.audit.record import AuditRecord, Change
 from gateway.audit.table import HEAD_ID, AuditChainHead, AuditLogRow
+from gateway.db.rowcount import rowcount
 from gateway.db.types import utcnow
 
 _head = AuditChainHead.__table__
@@ -25,7 +26,7 @@ def append(session: Session, change: Change, *, clock: Callable[[], datetime] = 
     waits and then reads the new head under READ COMMITTED; SQLite: the database's write lock). So no two
     rows ever share a prev_hash, and seq has no gaps."""
     bumped = session.execute(update(_head).where(_head.c.id == HEAD_ID).values(seq=_head.c.seq + 1))
-    if bumped.rowcount != 1:
+    if rowcount(bumped) != 1:
         raise ChainHeadMissing("audit_chain_head has no row; was `tollgate migrate` run?")
     seq, prev_hash = session.execute(select(_head.c.seq, _head.c.hash).where(_head.c.id == HEAD_ID)).one()
     record = seal(seq=seq, at=clock(), actor=change.actor, action=change.action,

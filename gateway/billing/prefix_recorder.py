@@ -142,7 +142,7 @@ class PrefixRecorder:
                     record_sightings(conn, tenant_id=tenant_id, month=month, sightings=sightings,
                                      cap=self.config.cap)
                 self._failing.succeeded()
-            except Exception as e:  # noqa: BLE001 -- logged by the OutageLog
+            except Exception as e:  # logged by the OutageLog
                 # A supervisor loop: the group is tried once more at the next flush; the report is a lower bound.
                 self._failing.failed(e)
                 failed.extend(group)

@@ -42,11 +42,11 @@ def waste_report(session: Session, *, tenant_id: str, month: Month) -> WasteRepo
     # The hashing lags the ledger by a flush at most: never report more repeated than sent.
     sent = prompt_input_tokens(session, period=month.period, tenant_id=tenant_id)
     repeated = min(hashed.reused_tokens, sent)
-    return WasteReport(tenant_id=tenant_id, month=str(month), input_tokens=sum(l.input_tokens for l in lines),
-                       prefix_cached_tokens=cached,
+    return WasteReport(tenant_id=tenant_id, month=str(month),
+                       input_tokens=sum(line.input_tokens for line in lines), prefix_cached_tokens=cached,
                        repeated_input_share=_share(cached, sum(t.engine_prompt_tokens for t in totals)),
-                       semantic_cache_hits=sum(l.semantic_cache_hits for l in lines),
-                       semantic_cache_tokens_saved=sum(l.semantic_cache_tokens_saved for l in lines),
+                       semantic_cache_hits=sum(line.semantic_cache_hits for line in lines),
+                       semantic_cache_tokens_saved=sum(line.semantic_cache_tokens_saved for line in lines),
                        hashed_input_tokens=sent, hashed_repeated_tokens=repeated,
                        hashed_repeated_share=_share(repeated, sent), distinct_prefixes=hashed.distinct,
                        longest_repeated=[_repeated(r) for r in most_repeated(

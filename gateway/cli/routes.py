@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 import httpx
 
@@ -78,7 +79,7 @@ def _request(args: argparse.Namespace) -> tuple[str, str, dict | None]:
 def read_rules(path: str) -> list:
     """The rules in a JSON file (or stdin for "-"); ValueError saying what is wrong with it."""
     try:
-        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
         rules = json.loads(text)
     except OSError as e:
         raise ValueError(f"{path}: {e.strerror}") from None

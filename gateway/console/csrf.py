@@ -16,7 +16,8 @@ class CsrfTokens:
         """The token for a session id (or a sign-in nonce)."""
         return hmac.new(self._key, binding.encode(), hashlib.sha256).hexdigest()
 
-    def valid(self, binding: str | None, given: str | None) -> bool:
-        if not binding or not given:
+    def valid(self, binding: str | None, given: object) -> bool:
+        """`given` is a form field as received: a file upload in its place is no token."""
+        if not binding or not isinstance(given, str) or not given:
             return False
         return hmac.compare_digest(self.token(binding), given)

@@ -21,7 +21,7 @@ class ConsoleState:
 
     @classmethod
     def for_admin_key(cls, admin_key: str, config: ConsoleConfig,
-                      revocations: Revocations | None = None) -> "ConsoleState":
+                      revocations: Revocations | None = None) -> ConsoleState:
         return cls(config, SessionCodec(derive_key(admin_key, "session")), CsrfTokens(derive_key(admin_key, "csrf")),
                    revocations or Revocations())
 

@@ -48,6 +48,7 @@ async def workers(request: Request, viewer: AdminViewerDep, services: ServicesDe
             "version": info.name, "healthy": health.get(info.name, False), "replicas": counts.get(info.name),
             "kv_use": used / total if used is not None and total else None,
             "running": f.get("num_requests_running"), "waiting": f.get("num_requests_waiting"),
-            "tokens_per_s": console_state(request).token_rate.rate(info.name, f.get("generation_tokens_total", 0.0), now),
+            "tokens_per_s": console_state(request).token_rate.rate(info.name, f.get("generation_tokens_total", 0.0),
+                                                                   now),
             "preemptions": f.get("num_preemptions_total"), "spec": spec.replicas})
     return render(request, "workers.html", viewer, rows=rows, backend=services.settings.backend)

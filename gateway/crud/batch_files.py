@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session, defer
 
 from gateway.db.models.batch_file import BatchFile
 from gateway.db.models.tenant import Tenant
+from gateway.db.rowcount import rowcount
 from gateway.db.types import utcnow
 
 
@@ -106,7 +107,7 @@ def delete_file(session: Session, *, tenant_id: str, file_id: str) -> bool:
     """True when the tenant had this file (now gone)."""
     result = session.execute(delete(BatchFile).where(BatchFile.id == file_id, BatchFile.tenant_id == tenant_id))
     session.commit()
-    return bool(result.rowcount)
+    return bool(rowcount(result))
 
 
 def delete_expired(session: Session, *, now: datetime, limit: int = 500) -> int:
@@ -118,4 +119,4 @@ def delete_expired(session: Session, *, now: datetime, limit: int = 500) -> int:
         return 0
     result = session.execute(delete(BatchFile).where(BatchFile.id.in_(ids), BatchFile.expires_at <= now))
     session.commit()
-    return int(result.rowcount)
+    return rowcount(result)

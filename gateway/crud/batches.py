@@ -17,6 +17,7 @@ from gateway.db.models.batch import Batch, BatchLine
 from gateway.domain.batch_usage import LineUsage
 from gateway.db.models.batch_file import BatchFile
 from gateway.db.models.usage import Usage
+from gateway.db.rowcount import rowcount
 
 
 def create_batch(session: Session, *, batch: Batch) -> Batch:
@@ -74,7 +75,7 @@ def claim(session: Session, *, owner: str, now: datetime, lease_s: float, limit:
         # Conditional: of two replicas racing for it, one update matches.
         won = session.execute(update(Batch).where(Batch.id == batch_id, Batch.status.in_(state.RUNNABLE), free)
                               .values(lease_owner=owner, lease_until=now + timedelta(seconds=lease_s)))
-        if won.rowcount:
+        if rowcount(won):
             claimed.append(batch_id)
     session.commit()
     return claimed
@@ -84,7 +85,7 @@ def renew(session: Session, *, batch_id: str, owner: str, until: datetime) -> bo
     """Extend the lease; False when `owner` no longer holds it."""
     done = session.execute(update(Batch).where(_held(batch_id, owner)).values(lease_until=until))
     session.commit()
-    return bool(done.rowcount)
+    return bool(rowcount(done))
 
 
 def release(session: Session, *, batch_id: str, owner: str) -> None:
@@ -103,7 +104,7 @@ def move(session: Session, *, batch_id: str, owner: str, to: str, now: datetime,
     done = session.execute(update(Batch).where(_held(batch_id, owner), Batch.status.in_(allowed))
                            .values(status=to, **stamp, **values))
     session.commit()
-    return bool(done.rowcount)
+    return bool(rowcount(done))
 
 
 def done_lines(session: Session, *, batch_id: str) -> set[int]:
@@ -154,7 +155,7 @@ def finalize(session: Session, *, batch: Batch, owner: str, to: str, now: dateti
     done = session.execute(update(Batch).where(_held(batch.id, owner), Batch.status == state.FINALIZING).values(
         status=to, **{state.STAMP[to]: now}, output_file_id=output_file.id if output_file else None,
         error_file_id=error_file.id if error_file else None, lease_owner=None, lease_until=None))
-    if not done.rowcount:
+    if not rowcount(done):
         session.rollback()
         return False
     session.commit()

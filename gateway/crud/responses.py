@@ -10,6 +10,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from gateway.db.models.response import StoredResponse
+from gateway.db.rowcount import rowcount
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +39,8 @@ def save_response(session: Session, *, tenant_id: str, response_id: str, created
         if held >= cap:
             oldest = select(StoredResponse.id).where(StoredResponse.tenant_id == tenant_id).order_by(
                 StoredResponse.created_at, StoredResponse.id).limit(held - cap + 1)
-            evicted = session.execute(delete(StoredResponse).where(
-                StoredResponse.id.in_(list(session.scalars(oldest))))).rowcount or 0
+            evicted = rowcount(session.execute(delete(StoredResponse).where(
+                StoredResponse.id.in_(list(session.scalars(oldest)))))) or 0
         session.add(StoredResponse(id=response_id, tenant_id=tenant_id, created_at=created_at,
                                    response=_encode(response), context=_encode(context)))
     return evicted
@@ -59,7 +60,7 @@ def delete_response(session: Session, *, tenant_id: str, response_id: str) -> bo
     with session.begin():
         result = session.execute(delete(StoredResponse).where(StoredResponse.id == response_id,
                                                               StoredResponse.tenant_id == tenant_id))
-    return bool(result.rowcount)
+    return bool(rowcount(result))
 
 
 def count_responses(session: Session, *, tenant_id: str) -> int:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
@@ -13,6 +13,7 @@ from sqlalchemy.orm import sessionmaker
 
 from gateway.db.errors import database_unavailable
 from gateway.db.models.semantic_cache_entry import SemanticCacheEntryRow
+from gateway.db.rowcount import rowcount
 from gateway.domain.cache import STORABLE_FINISH_REASONS, CachedAnswer, CacheEntry
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ class CacheRepository:
     def __init__(self, engine: Engine) -> None:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
 
-    def save(self, entry: CacheEntry, *, evicted: list[str] = ()) -> None:
+    def save(self, entry: CacheEntry, *, evicted: Sequence[str] = ()) -> None:
         """Insert an entry and drop the rows it displaced, in one transaction. Best effort: with
         the database unreachable the entry still serves from memory (it is only not there after a
         restart), so the failure is logged, not raised. Deletes stay strict: an invalidation that
@@ -111,7 +112,7 @@ class CacheRepository:
             log.warning("semantic cache: entry %s kept in memory only, the database is unreachable (%s)",
                         entry.id, type(e).__name__)
 
-    def _save(self, entry: CacheEntry, evicted: list[str]) -> None:
+    def _save(self, entry: CacheEntry, evicted: Sequence[str]) -> None:
         with self._sessions() as session, session.begin():
             if evicted:
                 session.execute(delete(SemanticCacheEntryRow).where(SemanticCacheEntryRow.id.in_(list(evicted))))
@@ -134,7 +135,7 @@ class CacheRepository:
         with self._sessions() as session, session.begin():
             result = session.execute(delete(SemanticCacheEntryRow).where(
                 SemanticCacheEntryRow.tenant_id == tenant_id))
-            return result.rowcount or 0
+            return rowcount(result) or 0
 
     def load(self, *, dim: int, now: float) -> Iterator[CacheEntry]:
         """Live entries, oldest first. Corrupt rows are logged and skipped; expired ones deleted."""

@@ -42,9 +42,9 @@ def list_tenants(session: Session) -> list[Tenant]:
 def update_tenant(session: Session, *, tenant: Tenant, changes: dict[str, Any],
                   audit: AuditHook | None = None) -> Tenant:
     """Set each given column (None clears a nullable limit); `audit` records it in the same transaction."""
-    if "name" in changes and changes["name"] != tenant.name:
-        if get_tenant_by_name(session, name=changes["name"]) is not None:
-            raise AlreadyExists(f"a tenant named {changes['name']!r} already exists")
+    if ("name" in changes and changes["name"] != tenant.name
+            and get_tenant_by_name(session, name=changes["name"]) is not None):
+        raise AlreadyExists(f"a tenant named {changes['name']!r} already exists")
     for field, value in changes.items():
         setattr(tenant, field, value)
     try:

@@ -11,7 +11,7 @@ class LineUsage:
     output_tokens: int = 0
 
     @classmethod
-    def of_body(cls, body: dict) -> LineUsage:
+    def of_body(cls, body: object) -> LineUsage:
         """From an endpoint's answer (chat, completions, embeddings: OpenAI's `usage`); zero when it has none,
         as an error answer, which nothing was billed for."""
         usage = body.get("usage") if isinstance(body, dict) else None
@@ -22,5 +22,5 @@ class LineUsage:
                    output_tokens=_int(usage.get("completion_tokens")))
 
 
-def _int(value) -> int:
+def _int(value: object) -> int:
     return value if isinstance(value, int) and value >= 0 else 0

@@ -3,6 +3,7 @@ handlers that send them (in Anthropic's shape under /v1/messages)."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 
 class APIError(Exception):
@@ -13,7 +14,7 @@ class APIError(Exception):
         self.status, self.message, self.type, self.code, self.param = status, message, type, code, param
         self.headers = headers or {}
 
-    def body(self) -> dict:
+    def body(self) -> dict[str, Any]:
         return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
 
 

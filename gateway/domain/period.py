@@ -30,7 +30,7 @@ class Month:
             raise ValueError(f"not a month: {self.year}-{self.month}")
 
     @classmethod
-    def parse(cls, text: str) -> "Month":
+    def parse(cls, text: str) -> Month:
         """'YYYY-MM' -> Month; ValueError otherwise."""
         m = _MONTH.match(text)
         if m is None:
@@ -38,7 +38,7 @@ class Month:
         return cls(int(m[1]), int(m[2]))
 
     @classmethod
-    def containing(cls, when: datetime) -> "Month":
+    def containing(cls, when: datetime) -> Month:
         when = when.astimezone(UTC) if when.tzinfo else when.replace(tzinfo=UTC)
         return cls(when.year, when.month)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 
 class TierError(ValueError):
@@ -48,7 +49,7 @@ def check_tiers(tiers: Sequence[Tier], *, input_per_million: Decimal, output_per
             previous = tier.up_to
 
 
-def tiers_to_json(tiers: Sequence[Tier]) -> list[dict] | None:
+def tiers_to_json(tiers: Sequence[Tier]) -> list[dict[str, Any]] | None:
     """For the prices table: decimal strings (exact); None for a flat price."""
     if len(tiers) <= 1:
         return None
@@ -56,7 +57,7 @@ def tiers_to_json(tiers: Sequence[Tier]) -> list[dict] | None:
              "output_per_million": str(t.output_per_million)} for t in tiers]
 
 
-def tiers_from_json(data: list[dict] | None, *, input_per_million: Decimal,
+def tiers_from_json(data: list[dict[str, Any]] | None, *, input_per_million: Decimal,
                     output_per_million: Decimal) -> tuple[Tier, ...]:
     if not data:
         return flat(input_per_million, output_per_million)
@@ -80,7 +81,7 @@ def split(tiers: Sequence[Tier], *, start: int, prompt_tokens: int, completion_t
     end = start + prompt_tokens + completion_tokens
     low = 0
     for n, tier in enumerate(tiers, 1):  # most requests lie inside one tier
-        if tier.up_to is None or end <= tier.up_to and (end > start or start < tier.up_to):
+        if tier.up_to is None or (end <= tier.up_to and (end > start or start < tier.up_to)):
             if start >= low:
                 return [Slice(n, cached, prompt_tokens, completion_tokens)]
             break
@@ -89,7 +90,8 @@ def split(tiers: Sequence[Tier], *, start: int, prompt_tokens: int, completion_t
     spans = ((start, start + cached), (start + cached, start + prompt_tokens),
              (start + prompt_tokens, start + prompt_tokens + completion_tokens))
     end = spans[2][1]
-    out, low = [], 0
+    out: list[Slice] = []
+    low = 0
     for n, tier in enumerate(tiers, 1):
         high = tier.up_to
         if high is not None and high <= start:

@@ -12,6 +12,7 @@ from gateway.audit.auditor import Auditor
 from gateway.billing.prices import CATALOGUE_EFFECTIVE_FROM
 from gateway.catalogue import Catalogue
 from gateway.crud.version_costs import costed_versions, list_version_costs, set_version_cost
+import itertools
 
 CATALOGUE_ACTOR = "catalogue"
 
@@ -33,7 +34,7 @@ class CostHistory:
             self._points.setdefault(p.version, []).append(p)
 
     @classmethod
-    def load(cls, session: Session) -> "CostHistory":
+    def load(cls, session: Session) -> CostHistory:
         return cls([CostPoint(r.version, r.per_replica_hour, r.hardware, r.effective_from)
                     for r in list_version_costs(session)])
 
@@ -47,7 +48,7 @@ class CostHistory:
         """[start, end) cut where the price changes: (from, to, the price in effect) each."""
         cuts = [p.effective_from for p in self._points.get(version, []) if start < p.effective_from < end]
         bounds = [start, *cuts, end]
-        return [(a, b, self.at(version, a)) for a, b in zip(bounds, bounds[1:])]
+        return [(a, b, self.at(version, a)) for a, b in itertools.pairwise(bounds)]
 
 
 @dataclass(frozen=True, slots=True)

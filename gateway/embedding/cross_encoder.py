@@ -60,7 +60,6 @@ def read_metadata(weights: Path) -> dict[str, str]:
 def build_model(base_path: Path, layers: int, weights: Path | None = None):
     """The torch model: the base cut to `layers` layers, a one-logit head, and `weights` laid over it (all of
     its tensors must be the model's). Training starts from weights=None."""
-    import torch
     from transformers import BertForSequenceClassification
     from transformers.utils import logging as hf_logging
 
@@ -94,8 +93,8 @@ class CrossEncoder:
         self._tokenizer = Tokenizer.from_file(str(self.config.base_path / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=self.max_length)
-        name = f"{package_name(self.config.base_path)}-{self.config.weights.stem}-" \
-               f"{model_key(self.config.base_path, self.config.weights)}"
+        name = (f"{package_name(self.config.base_path)}-{self.config.weights.stem}-"
+                f"{model_key(self.config.base_path, self.config.weights)}")
         self.path = exported(name + ".onnx", self.config.cache_dir, self._graph)
         if self.config.quantize:
             self.path = quantized(self.path, self.path.with_name(name + "-int8.onnx"))

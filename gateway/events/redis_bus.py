@@ -43,7 +43,7 @@ class Message:
     body: dict  # the encoded event: origin, kind, data
 
     @classmethod
-    def parse(cls, raw: str) -> "Message":
+    def parse(cls, raw: str) -> Message:
         """ValueError when `raw` is not a message of this bus."""
         try:
             m = json.loads(raw)

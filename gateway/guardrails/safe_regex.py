@@ -22,7 +22,7 @@ class UnsafePattern(ValueError):
 class SafePattern:
     """A compiled RE2 pattern; `spans` yields (start, end) of non-overlapping matches, in str indices."""
 
-    __slots__ = ("source", "_compiled")
+    __slots__ = ("_compiled", "source")
 
     def __init__(self, source: str) -> None:
         if not source:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,11 +40,11 @@ class Budget:
 
     @staticmethod
     def month_of(now: float) -> str:
-        return datetime.fromtimestamp(now, tz=timezone.utc).strftime("%Y-%m")
+        return datetime.fromtimestamp(now, tz=UTC).strftime("%Y-%m")
 
     @staticmethod
     def month_start(now: float) -> datetime:
-        d = datetime.fromtimestamp(now, tz=timezone.utc)
+        d = datetime.fromtimestamp(now, tz=UTC)
         return d.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
 
     def key(self, now: float) -> str:

@@ -19,7 +19,7 @@ from gateway.limits.reservation import LOCAL, SHARED, Reservation
 from gateway.limits.storage import Outcome, Storage, StorageUnavailable
 from gateway.limits.strategy import STRATEGIES, Check, budget_check
 
-__all__ = ["Limiter", "LimitedPrincipal", "MonthUsage", "Reservation"]
+__all__ = ["LimitedPrincipal", "Limiter", "MonthUsage", "Reservation"]
 
 T = TypeVar("T")
 
@@ -124,7 +124,7 @@ class Limiter:
             check = checks[outcome.index]
             used = await self._month_usage(tenant_id, Budget.month_start(now))
             value = max(used, check.limit - (check.limit - used) // share)
-            await self._on(store, lambda s: s.seed(check.keys[0], value, check.ttl_s))
+            await self._on(store, lambda s: s.seed(check.keys[0], value, check.ttl_s))  # noqa: B023 (awaited here)
         raise RuntimeError(f"budget counter {checks[-1].keys[0]} vanished while seeding it")
 
     async def extend(self, reservation: Reservation, tokens: int) -> int:

@@ -5,7 +5,7 @@ import json
 import logging
 import sys
 from contextvars import ContextVar
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 request_id_var: ContextVar[str | None] = ContextVar("request_id", default=None)
 
@@ -15,7 +15,7 @@ _RESERVED = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 class JSONFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         out = {
-            "ts": datetime.fromtimestamp(record.created, tz=timezone.utc).isoformat(timespec="milliseconds"),
+            "ts": datetime.fromtimestamp(record.created, tz=UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
             "msg": record.getMessage(),

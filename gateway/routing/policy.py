@@ -69,13 +69,13 @@ def chain(chosen: str, route: Route, routes: Mapping[str, Route], versions: set[
 
 def promoted(route: Route, version: str) -> Route:
     """All traffic to `version`, which becomes the stable one."""
-    weights = {v: 0 for v in route.weights} | {version: 100}
+    weights = dict.fromkeys(route.weights, 0) | {version: 100}
     return Route(route.alias, weights, route.fallbacks, version)
 
 
 def rolled_back(route: Route) -> Route:
     """Every canary to 0, the stable version to 100."""
-    weights = {v: 0 for v in route.weights} | {route.stable: 100}
+    weights = dict.fromkeys(route.weights, 0) | {route.stable: 100}
     return Route(route.alias, weights, route.fallbacks, route.stable)
 
 

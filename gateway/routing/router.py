@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from gateway.catalogue import Catalogue
 from gateway.db.errors import database_unavailable
@@ -160,7 +161,7 @@ class Router:
         self.metrics.record(version, ok=ok, ttft_s=ttft_s, latency_s=latency_s)
         for v in self._monitor.verdicts(version, self._routes, self.metrics.stats):
             log.warning("auto-rollback: %s leaves %s: %s", v.version, v.alias, v.reason)
-            self._change(v.alias, lambda r, v=v: policy.without(r, v.version), actor=AUTO_ROLLBACK_ACTOR,
+            self._change(v.alias, partial(policy.without, version=v.version), actor=AUTO_ROLLBACK_ACTOR,
                          action="auto-rollback", reason=f"{v.version}: {v.reason}")
             ROLLBACKS.labels(v.alias, v.version).inc()
 
@@ -177,7 +178,7 @@ class Router:
             given = {self._full_name(current, v): w for v, w in weights.items()}
             if len(given) != len(weights):
                 raise RouteChangeError("weights name the same version twice", param="weights")
-            merged = {v: 0 for v in current.weights} | given
+            merged = dict.fromkeys(current.weights, 0) | given
             # The stable version stays stable while it keeps traffic; else the heaviest takes over.
             still_live = isinstance(merged.get(current.stable), int) and merged[current.stable] > 0
             keep = current.stable if still_live else None

@@ -36,7 +36,7 @@ def _blocks(*kinds: type[_Block]) -> Any:
         return by_type.get(kind) if isinstance(kind, str) else None
 
     expected = ", ".join(by_type)
-    return Annotated[Union[tuple(Annotated[k, Tag(k.__name__)] for k in kinds)],
+    return Annotated[Union[tuple(Annotated[k, Tag(k.__name__)] for k in kinds)],  # noqa: UP007 (built at run time)
                      Discriminator(tag, custom_error_type="block_type",
                                    custom_error_message=f"a content block's type must be one of: {expected}")]
 
@@ -105,7 +105,7 @@ class ToolChoice(BaseModel):
     disable_parallel_tool_use: bool | None = None
 
     @model_validator(mode="after")
-    def _named(self) -> "ToolChoice":
+    def _named(self) -> ToolChoice:
         if (self.type == "tool") != (self.name is not None):
             raise ValueError("a name goes with type 'tool', and only with it")
         return self
@@ -140,7 +140,7 @@ class _Prompt(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _choice_and_thinking(self) -> "_Prompt":
+    def _choice_and_thinking(self) -> _Prompt:
         if self.tool_choice is not None and self.tool_choice.type != "none" and not self.tools:
             raise ParamError("tool_choice", "tool_choice needs tools")
         if self.tool_choice is not None and self.tool_choice.type == "tool" \

@@ -3,7 +3,6 @@ ratios (utilisation, margin_ratio) and hours are decimal strings too, never floa
 from __future__ import annotations
 
 from datetime import datetime
-from decimal import Decimal
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field

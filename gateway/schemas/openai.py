@@ -49,7 +49,7 @@ class _Request(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
 
     @model_validator(mode="after")
-    def _unsupported(self) -> "_Request":
+    def _unsupported(self) -> _Request:
         for name in type(self).model_fields:
             if name in _NEUTRAL and getattr(self, name) not in _NEUTRAL[name]:
                 raise UnsupportedParam(name)
@@ -109,7 +109,7 @@ class ChatMessage(BaseModel):
     tool_call_id: str | None = None  # the call a tool message answers
 
     @model_validator(mode="after")
-    def _shape(self) -> "ChatMessage":
+    def _shape(self) -> ChatMessage:
         if self.tool_calls and self.role != "assistant":
             raise ValueError("only assistant messages carry tool_calls")
         if self.role == "tool" and not self.tool_call_id:
@@ -173,7 +173,7 @@ class ResponseFormat(BaseModel):
     json_schema: JsonSchemaFormat | None = None
 
     @model_validator(mode="after")
-    def _schema_with_its_type(self) -> "ResponseFormat":
+    def _schema_with_its_type(self) -> ResponseFormat:
         if self.type == "json_schema" and self.json_schema is None:
             raise ValueError("type json_schema needs json_schema: {name, schema}")
         return self
@@ -197,7 +197,7 @@ class StructuredOutputs(BaseModel):
     json_object: bool | None = None
 
     @model_validator(mode="after")
-    def _one(self) -> "StructuredOutputs":
+    def _one(self) -> StructuredOutputs:
         given = [k for k in ("json_", "regex", "choice", "grammar") if getattr(self, k) is not None]
         given += ["json_object"] if self.json_object else []
         if len(given) != 1:
@@ -264,7 +264,7 @@ class _Sampling(_Request):
     _output: tuple[dict | None, str | None] = PrivateAttr((None, None))
 
     @model_validator(mode="after")
-    def _output_format(self) -> "_Sampling":
+    def _output_format(self) -> _Sampling:
         self._output = self._structured()
         return self
 
@@ -355,7 +355,7 @@ class ChatCompletionRequest(_Sampling):
         return v
 
     @model_validator(mode="after")
-    def _tools_and_format(self) -> "ChatCompletionRequest":
+    def _tools_and_format(self) -> ChatCompletionRequest:
         self._tools = self._tool_set()
         answer = self.response_format.answer_schema() if self.response_format else None
         if self._tools is not None and self._tools.offered:
@@ -386,7 +386,7 @@ class ChatCompletionRequest(_Sampling):
         return ToolSet(functions, self.tool_choice or "auto")
 
     @model_validator(mode="after")
-    def _model_and_messages(self) -> "ChatCompletionRequest":
+    def _model_and_messages(self) -> ChatCompletionRequest:
         if self.prompt is not None:
             return self
         if self.model is None:
@@ -398,7 +398,7 @@ class ChatCompletionRequest(_Sampling):
         return self
 
     @model_validator(mode="after")
-    def _top_logprobs_need_logprobs(self) -> "ChatCompletionRequest":
+    def _top_logprobs_need_logprobs(self) -> ChatCompletionRequest:
         if self.top_logprobs and not self.logprobs:
             raise ParamError("top_logprobs", "top_logprobs requires logprobs: true")
         return self
@@ -425,7 +425,7 @@ class CompletionRequest(_Sampling):
     suffix: str | None = None
 
     @model_validator(mode="after")
-    def _best_of(self) -> "CompletionRequest":
+    def _best_of(self) -> CompletionRequest:
         if self.best_of is not None and self.best_of < (self.n or 1):
             raise ParamError("best_of", "best_of must be at least n")
         if self.best_of is not None and self.best_of > (self.n or 1) and self.stream:

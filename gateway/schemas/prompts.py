@@ -99,7 +99,7 @@ class PromptField(BaseModel):
     variables: dict[str, str | int | float | bool] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _label_or_version(self) -> "PromptField":
+    def _label_or_version(self) -> PromptField:
         if self.label is not None and self.version is not None:
             raise ValueError("name a label or a version, not both")
         return self

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from gateway.schemas.openai import ParamError, UnsupportedParam, _Request
 
@@ -65,7 +65,7 @@ class ResponseCreateRequest(_Request):
     conversation: str | dict[str, Any] | None = None
 
     @model_validator(mode="after")
-    def _neutral(self) -> "ResponseCreateRequest":
+    def _neutral(self) -> ResponseCreateRequest:
         for name, neutral in _NEUTRAL.items():
             if getattr(self, name) not in neutral:
                 raise UnsupportedParam(name)

@@ -22,7 +22,7 @@ class UpstreamUpdate(BaseModel):
         return v.rstrip("/") if v is not None else v
 
     @model_validator(mode="after")
-    def _something(self) -> "UpstreamUpdate":
+    def _something(self) -> UpstreamUpdate:
         if self.base_url is None and self.api_key is None and self.timeout_s is None:
             raise ValueError("set at least one of base_url, api_key, timeout_s")
         return self

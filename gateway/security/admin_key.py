@@ -34,8 +34,8 @@ def ensure_admin_key(settings: Settings) -> tuple[str, Path | None]:
     """
     path = admin_key_path(settings)
     if settings.admin_key:
-        hint = f"Unset TOLLGATE_ADMIN_KEY to have one generated into {path}, or set a random one " \
-               "(`openssl rand -hex 32`)."
+        hint = (f"Unset TOLLGATE_ADMIN_KEY to have one generated into {path}, or set a random one "
+                "(`openssl rand -hex 32`).")
         return require_strong(settings.admin_key, what="admin key", source="TOLLGATE_ADMIN_KEY", hint=hint), None
     key = ensure_secret_file(path, ADMIN_KEY_PREFIX)
     hint = "Delete the file to have a new key generated, or set TOLLGATE_ADMIN_KEY."

@@ -53,7 +53,7 @@ class Attempt:
     prefix: str
 
     @classmethod
-    def of(cls, address: str, credential: str) -> "Attempt":
+    def of(cls, address: str, credential: str) -> Attempt:
         return cls(address, credential[:PREFIX_CHARS])
 
 

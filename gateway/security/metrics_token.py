@@ -28,8 +28,8 @@ def ensure_metrics_token(settings: Settings) -> tuple[str, Path | None]:
     """
     path = metrics_token_path(settings)
     if settings.metrics_token:
-        hint = f"Unset TOLLGATE_METRICS_TOKEN to have one generated into {path}, or set a random one " \
-               "(`openssl rand -hex 32`)."
+        hint = (f"Unset TOLLGATE_METRICS_TOKEN to have one generated into {path}, or set a random one "
+                "(`openssl rand -hex 32`).")
         return require_strong(settings.metrics_token, what="metrics token", source="TOLLGATE_METRICS_TOKEN",
                               hint=hint), None
     token = ensure_secret_file(path, METRICS_TOKEN_PREFIX)

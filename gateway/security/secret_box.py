@@ -34,7 +34,7 @@ class SecretBox:
         self.rotating = bool(previous)
 
     @classmethod
-    def for_gateway(cls, secret_key: str, admin_key: str) -> "SecretBox":
+    def for_gateway(cls, secret_key: str, admin_key: str) -> SecretBox:
         """The gateway's box: TOLLGATE_SECRET_KEY as `current[,previous...]`, else the admin key (taken whole)."""
         keys = [k.strip() for k in secret_key.split(",") if k.strip()]
         if not keys:

@@ -8,9 +8,10 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from gateway.alerts import Alerts, AlertsConfig
 from gateway.batch.uploads import UploadSlots
@@ -56,7 +57,7 @@ if TYPE_CHECKING:  # loaded at start-up only when used (torch, onnxruntime)
     from gateway.cache import SemanticCache
     from gateway.embedding.embedder import Embedder
     from gateway.embedding.recent import RecentEmbeddings
-    from gateway.routing.classifier import TaskClassifier
+    from gateway.routing.classifier import ClassifierConfig, TaskClassifier
 
 log = logging.getLogger("tollgate.services")
 
@@ -69,16 +70,16 @@ class Drain:
         self.inflight = 0
         self._idle = asyncio.Event()
         self._idle.set()
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
 
-    def spawn(self, coro) -> None:
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run bookkeeping (settling a reservation) off the response path; shutdown waits for it."""
         self.enter()
         task = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._done)
 
-    def _done(self, task: asyncio.Task) -> None:
+    def _done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
         self.leave()
         if not task.cancelled() and task.exception() is not None:
@@ -267,7 +268,7 @@ class Services:
             from gateway.crud.semantic_cache import CacheRepository
 
             self.cache = SemanticCache(
-                self.embedder,
+                cast("Embedder", self.embedder),  # built above; RecentEmbeddings forwards to the Embedder it wraps
                 CacheConfig(default_policy=TenantCachePolicy(max_entries=settings.cache_max_entries_per_tenant),
                             audit=AuditConfig(fraction=settings.cache_audit_fraction),
                             judge=JudgeConfig(enabled=settings.cache_judge)),
@@ -309,22 +310,22 @@ class Services:
         return version.partition("@")[0]
 
 
-def _train_classifier(embedder, config):
+def _train_classifier(embedder: RecentEmbeddings, config: ClassifierConfig) -> TaskClassifier:
     """The routing rules' task classifier: one embedding per labelled example, once at start-up."""
     from gateway.routing.classifier import TaskClassifier, load_examples
 
     return TaskClassifier.train(embedder, load_examples(config.file), config.threshold)
 
 
-def _system_counter(backend: ModelBackend):
+def _system_counter(backend: ModelBackend) -> Callable[[str, list[dict[str, Any]]], int]:
     """A system prompt's tokens as the version counts a prompt of only those messages (its chat template's
     opening of the answer included, a few tokens over the prefix itself)."""
-    def count(version: str, messages: list[dict]) -> int:
+    def count(version: str, messages: list[dict[str, Any]]) -> int:
         return backend.count_prompt_tokens(version, messages=messages)
     return count
 
 
-def cache_savings(prices: PriceBook):
+def cache_savings(prices: PriceBook) -> Callable[[str, int, int], float]:
     """A hit's saving: what generating would have cost minus what the hit is billed (cache prices)."""
     def saved(model: str, prompt_tokens: int, completion_tokens: int) -> float:
         full = prices.cost(model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
@@ -360,7 +361,7 @@ def _limits_failover(settings: Settings) -> FailoverConfig:
         local=MemoryConfig(max_keys=settings.limits_local_max_keys))
 
 
-def _month_usage(database: Database):
+def _month_usage(database: Database) -> Callable[[str, datetime], Awaitable[int]]:
     async def usage(tenant_id: str, month_start: datetime) -> int:
         def query() -> int:
             with database.session() as session:

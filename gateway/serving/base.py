@@ -5,7 +5,7 @@ Ray Serve (a pool of replicas). Routes never import either directly.
 """
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -169,7 +169,7 @@ class ModelBackend(Protocol):
         """Tokens the prompt (or chat-templated messages) takes; ValueError on bad input."""
         ...
 
-    def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationChunk]:
+    def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationChunk, None]:
         """Stream a generation. Closing the iterator early (client gone) aborts it in the
         engine and frees its KV blocks. ValueError for bad parameters (a 400)."""
         ...

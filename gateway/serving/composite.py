@@ -3,7 +3,7 @@ the rest to the pool. Routes and the pipeline see one backend, so limits, budget
 cache, routing and billing apply to both alike."""
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
 from gateway.serving.base import GenerationChunk, GenerationRequest, ModelBackend, VersionInfo
@@ -42,7 +42,7 @@ class CompositeBackend:
                             messages: list[dict] | None = None) -> int:
         return self._for(version).count_prompt_tokens(version, prompt=prompt, messages=messages)
 
-    def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationChunk]:
+    def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationChunk, None]:
         return self._for(request.version).stream(request)
 
     def token_texts(self, version: str, token_ids: list[int]) -> list[str]:

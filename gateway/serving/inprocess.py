@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import asdict
 
 from gateway.catalogue import Catalogue
@@ -53,7 +53,7 @@ class InProcessBackend:
                             messages: list[dict] | None = None) -> int:
         return self._engine(version).count_prompt_tokens(prompt=prompt, messages=messages)
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationChunk]:
+    async def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationChunk, None]:
         engine = self._engine(request.version)
         wire = asdict(request)
         params, schedule = sampling_params(wire), schedule_params(wire)  # ValueError naming the field: a 400

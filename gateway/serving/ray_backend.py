@@ -13,7 +13,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import asdict
 
 import ray
@@ -210,7 +210,7 @@ class RayServeBackend:
 
     # -- generation ----------------------------------------------------------------------
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationChunk]:
+    async def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationChunk, None]:
         key = prefix_key(request.prompt, request.messages) if self._settings.ray_prefix_routing else None
         chunks = self.stream_raw(request, prefix_key=key)
         try:
@@ -226,7 +226,8 @@ class RayServeBackend:
         if handle is None:
             raise VersionUnavailable(f"version {version!r} is not deployed")
         payload = asdict(request)
-        sampling_params(payload), schedule_params(payload)  # ValueError naming the field: a 400, before a replica is bothered
+        # ValueError naming the field: a 400, before a replica is bothered
+        sampling_params(payload), schedule_params(payload)
         if not self._health.healthy(version):
             raise VersionUnavailable(f"version {version!r} has no ready replica")
         gen = handle.options(stream=True).generate.remote(payload, prefix_key=prefix_key)

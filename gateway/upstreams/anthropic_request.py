@@ -20,7 +20,7 @@ _DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+);base64,(.*)$", re.DOTALL)
 
 def _default(value: Any) -> bool:
     """True where an unsupported field holds its no-op value (absent, null, false, zero, empty, n=1, ...)."""
-    return value is None or value is False or value == 0 or value == [] or value == {}
+    return value is None or value is False or value in (0, [], {})
 
 
 # Fields Messages has no counterpart for: allowed only at their no-op value.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from dataclasses import dataclass
 
 import httpx
@@ -123,7 +123,7 @@ class UpstreamBackend:
 
     # --- serving
 
-    async def stream(self, request: GenerationRequest) -> AsyncIterator[GenerationChunk]:
+    async def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationChunk, None]:
         version = self._version(request.version)
         up = self.upstreams[version.upstream]
         config, protocol = up.config, self._protocols[up.config.protocol]

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 
 async def sse_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
-    event, data = "", []
+    event, data = "", list[str]()
     async for line in lines:
         if not line:
             if data:

@@ -47,7 +47,7 @@ def test_create_tenant_and_key_on_the_page_then_bill_matches_the_api(admin_page,
     streamed = client.chat.completions.create(model="smollm2-135m-instruct", stream=True, max_tokens=4,
                                               messages=[{"role": "user", "content": "Stream please."}],
                                               stream_options={"include_usage": True})
-    assert [c for c in streamed if c.usage][0].usage.completion_tokens == 4
+    assert next(c for c in streamed if c.usage).usage.completion_tokens == 4
     assert len(wait_usage_rows(console_server.db_url, tenant_id, 4)) == 4
 
     page.goto(f"/console/tenants/{tenant_id}")
@@ -62,7 +62,7 @@ def test_create_tenant_and_key_on_the_page_then_bill_matches_the_api(admin_page,
 
     with page.expect_download() as download:
         page.get_by_role("link", name="Download the usage of").click()
-    csv_text = open(download.value.path()).read()
+    csv_text = download.value.path().read_text()
     assert csv_text.splitlines()[0].startswith("request_id,created_at,tenant_id")
     assert len(csv_text.splitlines()) == 5 and all(tenant_id in line for line in csv_text.splitlines()[1:])
 
@@ -72,7 +72,7 @@ def test_create_tenant_and_key_on_the_page_then_bill_matches_the_api(admin_page,
     assert row.get_by_role("cell").last.inner_text() == api["total_cost"]
     with page.expect_download() as download:
         page.get_by_role("link", name="Download every ledger row of").click()
-    assert sum(tenant_id in line for line in open(download.value.path())) == 4
+    assert sum(tenant_id in line for line in download.value.path().read_text().splitlines()) == 4
     page.goto("/console/tenants?page=999")  # the newest tenant is on the last page (clamped)
     row = page.get_by_role("row").filter(has_text=name)
     assert row.get_by_role("cell").last.inner_text() == f"{api['total_cost']} USD"

@@ -33,7 +33,7 @@ def test_the_variable_itself_wins_over_its_file(tmp_path, monkeypatch):
 
 def test_an_unreadable_file_stops_start_up_naming_it(tmp_path, monkeypatch):
     monkeypatch.setenv("DATABASE_URL_FILE", str(tmp_path / "missing"))
-    with pytest.raises(ValueError, match="DATABASE_URL_FILE=.*missing: cannot read it"):
+    with pytest.raises(ValueError, match=r"DATABASE_URL_FILE=.*missing: cannot read it"):
         Settings()
 
 

@@ -2,6 +2,7 @@
 session's shared services alone. Each listens on 127.0.0.1 on a free port and keeps its files in a temp dir."""
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -40,7 +41,7 @@ class ThrowawayRedis:
         self._dir = tempfile.mkdtemp(prefix="tg-redis-")
         self._proc: subprocess.Popen | None = None
 
-    def start(self) -> "ThrowawayRedis":
+    def start(self) -> ThrowawayRedis:
         self._proc = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
              "--dir", self._dir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -66,7 +67,7 @@ class ThrowawayRedis:
         self.stop()
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def __enter__(self) -> "ThrowawayRedis":
+    def __enter__(self) -> ThrowawayRedis:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -98,7 +99,7 @@ class ThrowawayPostgres:
         subprocess.run([*prefix, *cmd], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        cwd=str(self._dir))
 
-    def start(self) -> "ThrowawayPostgres":
+    def start(self) -> ThrowawayPostgres:
         options = f"-p {self.port} -k {self._dir} -c listen_addresses=127.0.0.1 -c fsync=off"
         self._as_postgres(_pg_bin("pg_ctl"), "-D", str(self._data), "-o", options, "-w", "-l",
                           str(self._dir / "log"), "start")
@@ -114,13 +115,11 @@ class ThrowawayPostgres:
         _wait_port(self.port, up=False)
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
             self.stop()
-        except subprocess.CalledProcessError:
-            pass  # already stopped
         shutil.rmtree(self._dir, ignore_errors=True)
 
-    def __enter__(self) -> "ThrowawayPostgres":
+    def __enter__(self) -> ThrowawayPostgres:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -222,7 +222,8 @@ def test_spooled_rows_are_json_lines(pg, tmp_path):
         pg.stop()
         [rid] = succeeded([chat(gw.url, key)])
         wait_for(lambda: spooled_lines(tmp_path) == 1, what="the row in the spool")
-        [line] = [json.loads(x) for p in (tmp_path / "spool").glob("segment-*.jsonl") for x in p.read_text().splitlines()]
+        [line] = [json.loads(x) for p in (tmp_path / "spool").glob("segment-*.jsonl")
+                  for x in p.read_text().splitlines()]
         assert (line["request_id"], line["tenant_id"], line["prompt_tokens"], line["completion_tokens"]) == (
             rid, tenant_id, 2, 8)
         pg.start()

@@ -202,7 +202,7 @@ def test_tokens_spent_while_redis_was_down_cannot_be_spent_again(gateway, redis,
 
 
 def test_local_mode_enforces_each_replicas_share(gateway, redis, db_url):
-    tenant_id, key = make_tenant(db_url, rpm=6, monthly_token_budget=1000)
+    _tenant_id, key = make_tenant(db_url, rpm=6, monthly_token_budget=1000)
     with gateway(limits_on_redis_down="local", gateway_replicas=2) as gw:
         redis.stop()
         answers = [gw.chat(key)[0] for _ in range(5)]

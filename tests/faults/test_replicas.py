@@ -143,7 +143,7 @@ def test_new_route_weights_reach_the_other_replica(replicas):
         assert r.status_code == 200, r.text
         users = iter(range(10**6))  # a new caller each time: the split is sticky per user
         _until(f"route set to {version.rpartition('@')[2]}",
-               lambda: _served_by(b, key, f"u{next(users)}") == version)
+               lambda users=users, version=version: _served_by(b, key, f"u{next(users)}") == version)
         assert {_served_by(b, key, f"v{i}") for i in range(10)} == {version}
         assert b.get("/admin/routes/chat", headers=ADMIN).json()["weights"] == a.get(
             "/admin/routes/chat", headers=ADMIN).json()["weights"]

@@ -13,7 +13,8 @@ from tests.gateway.support import CannedBackend
 
 def main() -> None:
     port = int(sys.argv[1])
-    app = create_app(Settings(embeddings_enabled=False, cache_enabled=False), backend=CannedBackend(tokens=8, delay_s=0.002))
+    app = create_app(Settings(embeddings_enabled=False, cache_enabled=False),
+                     backend=CannedBackend(tokens=8, delay_s=0.002))
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 
 

@@ -31,8 +31,8 @@ PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/tollgate_test"
 TEST_ADMIN_KEY = "tga-test-admin-key-0123456789abcdef"  # >= 32 characters, as start-up requires
 ADMIN = {"Authorization": f"Bearer {TEST_ADMIN_KEY}"}
 
-__all__ = ["ADMIN", "TEST_ADMIN_KEY", "admin_http", "assert_openai_error", "bearer", "data_app", "data_services", "database", "db_url",
-           "deploy_catalogue", "new_tenant_key", "pg_url", "sqlite_url"]
+__all__ = ["ADMIN", "TEST_ADMIN_KEY", "admin_http", "assert_openai_error", "bearer", "data_app", "data_services",
+           "database", "db_url", "deploy_catalogue", "new_tenant_key", "pg_url", "sqlite_url"]
 
 
 @contextmanager

@@ -69,7 +69,7 @@ class LiveServer:
         self.server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self.server.run, name=f"uvicorn-{self.port}", daemon=True)
 
-    def __enter__(self) -> "LiveServer":
+    def __enter__(self) -> LiveServer:
         self._thread.start()
         deadline = time.monotonic() + 600
         while not self.server.started:
@@ -160,7 +160,7 @@ class CannedBackend:
                 self.aborted.append(request.request_id)
 
     async def health(self) -> dict[str, bool]:
-        return {v: True for v in self._versions}
+        return dict.fromkeys(self._versions, True)
 
 
 def usage_rows(url: str, tenant_id: str) -> list:

@@ -100,5 +100,5 @@ def test_a_pool_version_needs_weights_and_an_upstream_a_known_protocol():
         parse_catalogue(raw)
     raw = copy.deepcopy(UPSTREAMS)
     raw["upstreams"]["local-vllm"]["protocol"] = "grpc"
-    with pytest.raises(CatalogueError, match="upstreams.local-vllm.protocol"):
+    with pytest.raises(CatalogueError, match=r"upstreams.local-vllm.protocol"):
         parse_catalogue(raw)

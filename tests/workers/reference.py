@@ -35,7 +35,8 @@ class Reference:
     gaps: list[float]   # top-1 minus top-2 logit at each generated position
 
 
-def hf_greedy(hf_model, prompts: list[list[int]], max_new_tokens: int, eos_token_id: int, pad_token_id: int) -> list[Reference]:
+def hf_greedy(hf_model, prompts: list[list[int]], max_new_tokens: int, eos_token_id: int,
+              pad_token_id: int) -> list[Reference]:
     """One left-padded batch through `generate` (greedy, stops at EOS), keeping each step's logits."""
     width = max(len(p) for p in prompts)
     ids = torch.tensor([[pad_token_id] * (width - len(p)) + p for p in prompts])

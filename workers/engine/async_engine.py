@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import torch
 from prometheus_client import REGISTRY, CollectorRegistry
@@ -22,6 +23,11 @@ from workers.engine.sequence import Sequence
 from workers.outputs import RequestOutput
 from workers.sampling_params import SamplingParams
 from workers.schedule_params import ScheduleParams
+
+if TYPE_CHECKING:
+    from workers.engine.input_processor import InputProcessor
+    from workers.engine.model_runner import ModelRunner
+    from workers.model.tokenizer import Tokenizer
 
 
 class EngineDeadError(RuntimeError):
@@ -40,6 +46,10 @@ class EngineOverloaded(RuntimeError):
         return self.message
 
 
+# What a request's stream carries: its outputs, or the error that ends it.
+_Item = RequestOutput | BaseException
+
+
 @dataclass(slots=True)
 class _Add:
     seq: Sequence
@@ -49,11 +59,11 @@ class _Add:
 @dataclass(slots=True)
 class _Abort:
     request_id: str
-    done: asyncio.Future | None  # resolved once the blocks are free
+    done: asyncio.Future[None] | None  # resolved once the blocks are free
 
 
 class AsyncEngine:
-    def __init__(self, config: EngineConfig, runner=None, *, model_name: str | None = None,
+    def __init__(self, config: EngineConfig, runner: ModelRunner | None = None, *, model_name: str | None = None,
                  registry: CollectorRegistry = REGISTRY) -> None:
         name = model_name or f"{config.model}@{config.dtype}"
         self._engine = LLMEngine(config, runner, deltas=True, model_name=name, registry=registry)
@@ -61,8 +71,8 @@ class AsyncEngine:
         self._commands: list[_Add | _Abort] = []  # guarded by _cond
         self._pending_adds: Counter[str | None] = Counter()  # adds in _commands per cache salt; guarded by _cond
         self._stopping = False  # guarded by _cond
-        self._streams: dict[str, asyncio.Queue] = {}  # event-loop thread only
-        self._abort_waiters: set[asyncio.Future] = set()  # event-loop thread only
+        self._streams: dict[str, asyncio.Queue[_Item]] = {}  # event-loop thread only
+        self._abort_waiters: set[asyncio.Future[None]] = set()  # event-loop thread only
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
@@ -72,7 +82,7 @@ class AsyncEngine:
         return self._engine.config
 
     @property
-    def tokenizer(self):
+    def tokenizer(self) -> Tokenizer:
         return self._engine.tokenizer
 
     @property
@@ -97,11 +107,12 @@ class AsyncEngine:
         return self.is_healthy and self._thread is not None and self._thread.is_alive()
 
     @property
-    def inputs(self):
+    def inputs(self) -> InputProcessor:
         """The engine's InputProcessor: stateless (tokenizer and limits), safe to call on the event loop."""
         return self._engine.input_processor
 
-    def count_prompt_tokens(self, prompt: str | list[int] | None = None, messages: list[dict] | None = None) -> int:
+    def count_prompt_tokens(self, prompt: str | list[int] | None = None,
+                            messages: list[dict[str, Any]] | None = None) -> int:
         """Tokens the prompt (or chat-templated messages) takes; ValueError on bad input."""
         return len(self._engine.input_processor.tokenize(prompt, messages))
 
@@ -128,9 +139,9 @@ class AsyncEngine:
         self._fail_streams(EngineDeadError("engine stopped"))
 
     async def generate(self, request_id: str, prompt: str | list[int] | None = None, *,
-                       messages: list[dict] | None = None, params: SamplingParams | None = None,
+                       messages: list[dict[str, Any]] | None = None, params: SamplingParams | None = None,
                        cache_salt: str | None = None,
-                       schedule: ScheduleParams | None = None) -> AsyncIterator[RequestOutput]:
+                       schedule: ScheduleParams | None = None) -> AsyncGenerator[RequestOutput, None]:
         """Stream delta outputs. Bad input raises ValueError before anything is queued; leaving
         early (aclose, cancellation, a dropped client) aborts the request and frees its blocks.
         `cache_salt` confines prefix-cache reuse to requests carrying the same salt; `schedule` is the
@@ -144,7 +155,7 @@ class AsyncEngine:
         await self.start()
         if self._error is not None:
             raise EngineDeadError("engine loop failed") from self._error
-        queue: asyncio.Queue = asyncio.Queue()
+        queue: asyncio.Queue[_Item] = asyncio.Queue()
         self._submit(_Add(seq, prompt if isinstance(prompt, str) else None), admit=True)
         self._streams[request_id] = queue
         finished = False
@@ -166,7 +177,7 @@ class AsyncEngine:
         """Abort a request; when this returns its KV blocks are back in the pool."""
         if not self.is_running:
             return
-        done = asyncio.get_running_loop().create_future()
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._abort_waiters.add(done)
         try:
             self._submit(_Abort(request_id, done))
@@ -176,7 +187,7 @@ class AsyncEngine:
 
     def _submit(self, command: _Add | _Abort, *, admit: bool = False) -> None:
         with self._cond:
-            if admit:
+            if admit and isinstance(command, _Add):
                 self._check_room(command.seq)
                 self._pending_adds[command.seq.cache_salt] += 1
             self._commands.append(command)
@@ -198,6 +209,11 @@ class AsyncEngine:
 
     # ---- the loop thread -------------------------------------------------------------
 
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        """The loop start() ran on, which the engine thread hands its results to."""
+        assert self._loop is not None  # set by start() before the engine thread exists
+        return self._loop
+
     def _run(self) -> None:
         # OpenMP's thread count is per thread: carry torch's (EngineConfig.num_threads, or its default) into this
         # one, or the C kernels the steps run fall back to OMP_NUM_THREADS here (1 in a Ray replica).
@@ -208,9 +224,9 @@ class AsyncEngine:
                     self._apply(command)
                 if self._engine.has_unfinished_requests():
                     self._deliver(self._engine.step())
-        except Exception as exc:  # noqa: BLE001 - reported to every waiter, never dropped
+        except Exception as exc:  # reported to every waiter, never dropped
             self._error = exc
-            self._loop.call_soon_threadsafe(self._fail_streams, EngineDeadError(f"engine loop failed: {exc!r}"))
+            self._event_loop().call_soon_threadsafe(self._fail_streams, EngineDeadError(f"engine loop failed: {exc!r}"))
         finally:
             self._drain()
 
@@ -235,10 +251,10 @@ class AsyncEngine:
         except ValueError as exc:  # this request is refused; the others carry on
             self._deliver([], None, (command.seq.request_id, exc))
 
-    def _deliver(self, outputs: list[RequestOutput], done: asyncio.Future | None = None,
+    def _deliver(self, outputs: list[RequestOutput], done: asyncio.Future[None] | None = None,
                  error: tuple[str, BaseException] | None = None) -> None:
         if outputs or done is not None or error is not None:
-            self._loop.call_soon_threadsafe(self._dispatch, outputs, done, error)
+            self._event_loop().call_soon_threadsafe(self._dispatch, outputs, done, error)
 
     def _drain(self) -> None:
         """On the way out: free every request's blocks and settle pending aborts."""
@@ -248,11 +264,11 @@ class AsyncEngine:
         self._engine.abort_all()
         for command in commands:
             if isinstance(command, _Abort) and command.done is not None:
-                self._loop.call_soon_threadsafe(_settle, command.done)
+                self._event_loop().call_soon_threadsafe(_settle, command.done)
 
     # ---- the event loop thread --------------------------------------------------------
 
-    def _dispatch(self, outputs: list[RequestOutput], done: asyncio.Future | None,
+    def _dispatch(self, outputs: list[RequestOutput], done: asyncio.Future[None] | None,
                   error: tuple[str, BaseException] | None) -> None:
         for out in outputs:
             queue = self._streams.get(out.request_id)
@@ -270,12 +286,12 @@ class AsyncEngine:
             _settle(done)
 
 
-def _settle(done: asyncio.Future) -> None:
+def _settle(done: asyncio.Future[None]) -> None:
     if not done.done():
         done.set_result(None)
 
 
-def _take_merged(item: RequestOutput | BaseException, queue: asyncio.Queue) -> RequestOutput | BaseException:
+def _take_merged(item: _Item, queue: asyncio.Queue[_Item]) -> _Item:
     """Fold the deltas that piled up behind `item` while the consumer was busy; stop at an error."""
     while isinstance(item, RequestOutput) and not item.finished and not queue.empty():
         nxt = queue.get_nowait()

@@ -7,6 +7,7 @@ share blocks, and a shared block is copied before anyone writes into it.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from workers.engine.block import Block, chain_hash, salted
@@ -71,7 +72,7 @@ class BlockManager:
             parent = h
         return hits
 
-    def can_allocate_slots(self, seq: Sequence, num_new_tokens: int, cached: list[int] = (), *,
+    def can_allocate_slots(self, seq: Sequence, num_new_tokens: int, cached: Collection[int] = (), *,
                            reserve: int = 0) -> bool:
         """`reserve`: blocks that must stay free afterwards (speculative drafts never take what others need)."""
         # Reusing a cached block that sits in the evictable list takes it out of the free pool.
@@ -79,7 +80,7 @@ class BlockManager:
         needed = self._num_blocks_needed(seq, num_new_tokens, cached) + (self._shared_write_block(seq) is not None)
         return needed + reserve <= self.num_free_blocks - revived
 
-    def allocate_slots(self, seq: Sequence, num_new_tokens: int, cached: list[int] = ()) -> bool:
+    def allocate_slots(self, seq: Sequence, num_new_tokens: int, cached: Collection[int] = ()) -> bool:
         """Grow seq's block table to hold its computed tokens, `cached` (only on admission) and
         `num_new_tokens` more; if the block the new tokens start in is shared (a forked sibling's
         partial block), give seq its own copy first (see take_copies). Returns False, changing
@@ -177,7 +178,7 @@ class BlockManager:
     def _num_lookup_blocks(self, seq: Sequence) -> int:
         return (seq.num_tokens - 1) // self.block_size
 
-    def _num_blocks_needed(self, seq: Sequence, num_new_tokens: int, cached: list[int]) -> int:
+    def _num_blocks_needed(self, seq: Sequence, num_new_tokens: int, cached: Collection[int]) -> int:
         held = len(seq.block_table) + len(cached)
         num_tokens = max(seq.num_computed_tokens, held * self.block_size if cached else 0) + num_new_tokens
         return max(0, -(-num_tokens // self.block_size) - held)
@@ -208,7 +209,7 @@ class BlockManager:
         return block_id
 
     def _evict(self, block: Block) -> None:
-        if self._cached.get(block.hash) == block.block_id:
+        if block.hash is not None and self._cached.get(block.hash) == block.block_id:
             del self._cached[block.hash]
         block.forget()
         self.stats.evictions += 1
@@ -223,4 +224,4 @@ class BlockManager:
 
 def _chain_parent(seq: Sequence, i: int, parent: int | None) -> int | None:
     """The parent block i hashes under: the salt joins the chain at the first non-public block."""
-    return salted(parent, seq.cache_salt) if i == seq.salt_block else parent
+    return salted(parent, seq.cache_salt) if i == seq.salt_block and seq.cache_salt is not None else parent

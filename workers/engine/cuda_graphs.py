@@ -9,6 +9,7 @@ This is the only CUDA-specific module of the engine: the runner builds it only o
 EngineConfig.cuda_graphs, and only for kernel sets whose layers never synchronise with the host."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
@@ -16,6 +17,8 @@ import torch
 from workers.model.attention import AttentionMetadata
 
 if TYPE_CHECKING:
+    from torch.cuda import _POOL_HANDLE as _Pool  # a CUDA graph memory pool's handle (CUDAGraph.pool())
+
     from workers.engine.model_runner import ModelRunner, StepBatch
 
 
@@ -39,7 +42,7 @@ class DecodeGraphs:
         self.context_lens = torch.zeros(largest, dtype=torch.long, device=device)
         self.rows = torch.arange(largest, device=device)
         self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
-        self.replays: dict[int, object] = {}  # bucket -> replay()
+        self.replays: dict[int, Callable[[], None]] = {}  # bucket -> replay()
         self.logits: dict[int, torch.Tensor] = {}
         self._capture()
 
@@ -47,18 +50,20 @@ class DecodeGraphs:
         meta = AttentionMetadata(slot_mapping=self.slots[:b], num_decode=b, decode_block_tables=self.tables[:b],
                                  decode_context_lens=self.context_lens[:b], validated=True)
         r = self.runner
-        return r.model(self.input_ids[:b], self.positions[:b], r.k_cache, r.v_cache, meta, self.rows[:b])
+        logits: torch.Tensor = r.model(self.input_ids[:b], self.positions[:b], r.k_cache, r.v_cache, meta,
+                                       self.rows[:b])
+        return logits
 
     @torch.inference_mode()
     def _capture(self) -> None:
-        pool = None
+        pool: _Pool | None = None
         # Largest first: smaller graphs then fit in the memory pool the largest one reserved.
         for b in reversed(self.buckets):
             self.replays[b], self.logits[b], pool = self._capture_one(b, pool)
 
-    def _capture_one(self, b: int, pool):
+    def _capture_one(self, b: int, pool: _Pool | None) -> tuple[Callable[[], None], torch.Tensor, _Pool]:
         """(replay, the logits tensor a replay rewrites, the memory pool) for batch bucket b."""
-        side = torch.cuda.Stream()
+        side = torch.cuda.Stream()  # type: ignore[no-untyped-call]  # torch leaves Stream() unannotated
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):  # warm-up: compiles the Triton kernels, creates cuBLAS handles
             self._forward(b)
@@ -76,14 +81,17 @@ class DecodeGraphs:
         n = meta.num_decode
         if meta.prefills or n == 0 or n > self.buckets[-1]:
             return None
+        tables, lens = meta.decode_block_tables, meta.decode_context_lens
+        if tables is None or lens is None:  # a decode step always has both
+            return None
         b = next(size for size in self.buckets if size >= n)
-        width = meta.decode_block_tables.shape[1]
+        width = tables.shape[1]
         self.input_ids[:n].copy_(batch.input_ids)
         self.positions[:n].copy_(batch.positions)
         self.slots[:n].copy_(meta.slot_mapping)
         self.slots[n:b].fill_(-1)
-        self.tables[:n, :width].copy_(meta.decode_block_tables)
-        self.context_lens[:n].copy_(meta.decode_context_lens)
+        self.tables[:n, :width].copy_(tables)
+        self.context_lens[:n].copy_(lens)
         self.context_lens[n:b].zero_()
         self.replays[b]()
         return self.logits[b].index_select(0, batch.logits_indices)

@@ -7,6 +7,7 @@ ends in an incomplete character.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from workers.engine.stop_matcher import StopMatcher
@@ -20,7 +21,7 @@ class Decoder(Protocol):
 
 
 class IncrementalDetokenizer:
-    def __init__(self, tokenizer: Decoder, stop: list[str], prompt_token_ids: list[int] = (),
+    def __init__(self, tokenizer: Decoder, stop: list[str], prompt_token_ids: Sequence[int] = (),
                  skip_special_tokens: bool = True, *, min_tokens: int = 0, include_stop: bool = False) -> None:
         self._tokenizer = tokenizer
         self._stops = StopMatcher(list(stop))

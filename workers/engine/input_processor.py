@@ -6,7 +6,8 @@ a grammar compiles in the compiler's threads (compile_grammar), never on that lo
 """
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Sequence as Seq
+from typing import Any, Protocol
 
 from jinja2 import TemplateError
 
@@ -26,14 +27,14 @@ class PromptTokenizer(Protocol):
 
     def encode(self, text: str) -> list[int]: ...
 
-    def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True) -> list[int]: ...
+    def apply_chat_template(self, messages: list[dict[str, Any]], add_generation_prompt: bool = True) -> list[int]: ...
 
     def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str: ...
 
 
 class InputProcessor:
     def __init__(self, tokenizer: PromptTokenizer, *, max_model_len: int, kv_capacity_tokens: int,
-                 block_size: int, shared_prefixes: list[str | list[dict]] = (),
+                 block_size: int, shared_prefixes: Seq[str | list[dict[str, Any]]] = (),
                  max_num_seqs: int | None = None, grammars: GrammarCompiler | None = None) -> None:
         self.tokenizer = tokenizer
         self.grammars = grammars  # compiles SamplingParams.structured; None: structured requests are refused
@@ -44,7 +45,7 @@ class InputProcessor:
         # Token ids of the operator's public prefixes, longest first (the longest match wins).
         self.public_prefixes = sorted((self._prefix_ids(p) for p in shared_prefixes), key=len, reverse=True)
 
-    def tokenize(self, prompt: str | list[int] | None = None, messages: list[dict] | None = None, *,
+    def tokenize(self, prompt: str | list[int] | None = None, messages: list[dict[str, Any]] | None = None, *,
                  add_generation_prompt: bool = True) -> list[int]:
         if (prompt is None) == (messages is None):
             raise ValueError("prompt: give exactly one of prompt or messages")
@@ -62,7 +63,7 @@ class InputProcessor:
         return await self.grammars.compile_async(params.structured)
 
     def make_sequence(self, request_id: str, prompt: str | list[int] | None = None, *,
-                      messages: list[dict] | None = None, params: SamplingParams | None = None,
+                      messages: list[dict[str, Any]] | None = None, params: SamplingParams | None = None,
                       cache_salt: str | None = None, schedule: ScheduleParams | None = None,
                       grammar: CompiledGrammar | None = None) -> Sequence:
         """`cache_salt`: an opaque per-tenant string; prefix-cache blocks past the public prefix
@@ -97,7 +98,7 @@ class InputProcessor:
                 return len(p)
         return 0
 
-    def _prefix_ids(self, prefix: str | list[dict]) -> list[int]:
+    def _prefix_ids(self, prefix: str | list[dict[str, Any]]) -> list[int]:
         if isinstance(prefix, str):
             return self.tokenizer.encode(prefix)
         return list(self.tokenizer.apply_chat_template(prefix, add_generation_prompt=False))

@@ -6,12 +6,13 @@ from __future__ import annotations
 import torch
 
 from workers.config import EngineConfig
+from workers.model.llama import LlamaConfig
 
 # cuBLAS workspaces, CUDA graphs' private pool, the allocator's fragmentation.
 _CUDA_OVERHEAD_BYTES = 512 * 1024 * 1024
 
 
-def activation_bytes(config: EngineConfig, model_config, element_size: int = 4) -> int:
+def activation_bytes(config: EngineConfig, model_config: LlamaConfig, element_size: int = 4) -> int:
     """A generous bound on one step's live activations: max_num_batched_tokens rows of the widest layer
     intermediates, plus float32 logits and sampling buffers for max_num_seqs rows."""
     c = model_config
@@ -20,7 +21,7 @@ def activation_bytes(config: EngineConfig, model_config, element_size: int = 4) 
             + 4 * config.max_num_seqs * c.vocab_size * 4)
 
 
-def kv_cache_bytes(config: EngineConfig, device: torch.device, model_config) -> int:
+def kv_cache_bytes(config: EngineConfig, device: torch.device, model_config: LlamaConfig) -> int:
     if device.type != "cuda":
         return config.kv_cache_memory_bytes
     free, total = torch.cuda.mem_get_info(device)

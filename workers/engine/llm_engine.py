@@ -4,6 +4,8 @@ Not thread-safe: one thread drives it (the caller, or AsyncEngine's loop thread)
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from workers.config import EngineConfig
@@ -20,15 +22,18 @@ from workers.sampling_params import SamplingParams
 from workers.schedule_params import ScheduleParams
 from workers.structured.compiler import CompileConfig, GrammarCompiler
 
+if TYPE_CHECKING:
+    from workers.engine.model_runner import ModelRunner
 
-def _build_runner(config: EngineConfig):
+
+def _build_runner(config: EngineConfig) -> ModelRunner:
     from workers.engine.model_runner import ModelRunner  # torch and the weights: only when needed
 
     return ModelRunner(config)
 
 
 class LLMEngine:
-    def __init__(self, config: EngineConfig, runner=None, *, deltas: bool = False,
+    def __init__(self, config: EngineConfig, runner: ModelRunner | None = None, *, deltas: bool = False,
                  model_name: str | None = None, registry: CollectorRegistry = REGISTRY) -> None:
         self.config = config
         self.runner = _build_runner(config) if runner is None else runner
@@ -52,7 +57,7 @@ class LLMEngine:
         self.meter = StepMeter(config.meter_decode_weight)
 
     def add_request(self, request_id: str, prompt: str | list[int] | None = None, *,
-                    messages: list[dict] | None = None, params: SamplingParams | None = None,
+                    messages: list[dict[str, Any]] | None = None, params: SamplingParams | None = None,
                     cache_salt: str | None = None, schedule: ScheduleParams | None = None) -> None:
         """Validate and queue a request; ValueError (naming the field) leaves the engine untouched."""
         self._check_new_id(request_id)

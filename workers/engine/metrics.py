@@ -126,8 +126,10 @@ class EngineMetrics:
         self._m["generation_tokens"].inc(num_tokens)  # n at a parent's first sample: every completion's first
         if seq.num_output_tokens == 1 and seq.index == 0:  # once per request, however many completions
             self._m["prompt_tokens"].inc(seq.num_prompt_tokens)
-            self._m["time_to_first_token"].observe(seq.first_token_time - seq.arrival_time)
-            self._m["request_queue_time"].observe(seq.first_scheduled_time - seq.arrival_time)
+            if seq.first_token_time is not None:  # set with its first token, which this is
+                self._m["time_to_first_token"].observe(seq.first_token_time - seq.arrival_time)
+            if seq.first_scheduled_time is not None:  # set when it was first scheduled, before that
+                self._m["request_queue_time"].observe(seq.first_scheduled_time - seq.arrival_time)
 
     def _record_drafts(self, num_drafts: int, num_accepted: int) -> None:
         m = self._m

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -15,6 +16,12 @@ from workers.model.attention import AttentionMetadata, PrefillChunk
 from workers.model.kernel_sets.registry import select
 from workers.model.registry import load_model
 from workers.model.runtime import linear_weights, to_runtime
+from workers.outputs import TokenLogprob
+from workers.speculative_config import SpeculativeConfig
+
+if TYPE_CHECKING:
+    from workers.engine.cuda_graphs import DecodeGraphs
+    from workers.engine.spec_decode.draft_model import DraftModel
 
 
 @dataclass(slots=True)
@@ -33,6 +40,7 @@ class ModelRunner:
     def __init__(self, config: EngineConfig) -> None:
         if config.num_threads is not None:
             torch.set_num_threads(config.num_threads)
+        assert config.device is not None  # resolved by EngineConfig.__post_init__
         self.device = torch.device(config.device)
         # Chosen once: every layer calls this set's ops; nothing tests the device per call.
         self.kernels = select(config.kernels, self.device, config.dtype, blocked_weights=config.block_quant_matmul,
@@ -63,12 +71,12 @@ class ModelRunner:
         self.verifier = Verifier(self.sampler)
         # Speculative decoding with a draft model: it proposes here, before the forward pass that verifies
         # (n-gram drafts come with the schedule). None: no model drafts.
-        self.drafter = None
-        if config.speculative is not None and config.speculative.method == "draft":
+        self.drafter: DraftModel | None = None
+        if isinstance(config.speculative, SpeculativeConfig) and config.speculative.method == "draft":
             from workers.engine.spec_decode.draft_model import DraftModel
 
             self.drafter = DraftModel.build(config.speculative, self, config)
-        self.graphs = None
+        self.graphs: DecodeGraphs | None = None
         if self.device.type == "cuda" and config.cuda_graphs and self.kernels.supports_cuda_graphs:
             from workers.engine.cuda_graphs import DecodeGraphs  # the only CUDA-specific code, behind one switch
 
@@ -97,14 +105,15 @@ class ModelRunner:
         for src, dst in pairs:
             if not (0 <= src < self.num_kv_blocks and 0 <= dst < self.num_kv_blocks):
                 raise ValueError(f"block copy {src} -> {dst} out of range [0, {self.num_kv_blocks})")
-        src = self._tensor([p[0] for p in pairs])
-        dst = self._tensor([p[1] for p in pairs])
+        sources = self._tensor([p[0] for p in pairs])
+        targets = self._tensor([p[1] for p in pairs])
         for cache in (self.k_cache, self.v_cache):  # [layers, kv_heads, blocks, block_size, head_dim]
-            cache.index_copy_(2, dst, cache.index_select(2, src))
+            cache.index_copy_(2, targets, cache.index_select(2, sources))
 
     @torch.inference_mode()
     def forward(self, scheduled: list[ScheduledSequence]) -> tuple[StepBatch, torch.Tensor]:
-        """Write the scheduled tokens' KV into the cache; float32 logits [num_sampling, vocab] in batch.sample_rows order."""
+        """Write the scheduled tokens' KV into the cache; float32 logits [num_sampling, vocab] in
+        batch.sample_rows order."""
         batch = self.prepare(scheduled)
         logits = self.graphs.run(batch) if self.graphs is not None else None
         if logits is None:
@@ -134,7 +143,8 @@ class ModelRunner:
         for j, kept, lp in zip(drafted, tokens, logprobs):
             out.sampled[rows[j]] = kept
             if out.logprobs is not None:
-                out.logprobs[rows[j]] = lp if lp is not None else [None] * len(kept)
+                filled: list[TokenLogprob | None] = [None] * len(kept) if lp is None else list(lp)
+                out.logprobs[rows[j]] = filled
         return out
 
     def _sample(self, scheduled: list[ScheduledSequence], rows: list[int], logits: torch.Tensor) -> ModelRunnerOutput:
@@ -149,11 +159,13 @@ class ModelRunner:
             indices = [i for k in fanout for i in range(k)]
         drawn = self.sampler.sample(logits, seqs, indices)
         sampled: list[list[int]] = [[] for _ in scheduled]
-        logprobs = None if drawn.logprobs is None else [[] for _ in scheduled]
+        logprobs: list[list[TokenLogprob | None]] | None = None
+        if drawn.logprobs is not None:
+            logprobs = [[] for _ in scheduled]
         at = 0
         for row, k in zip(rows, fanout):
             sampled[row] = drawn.token_ids[at:at + k]
-            if logprobs is not None:
+            if logprobs is not None and drawn.logprobs is not None:
                 logprobs[row] = drawn.logprobs[at:at + k]
             at += k
         return ModelRunnerOutput(sampled, logprobs)
@@ -222,7 +234,7 @@ class ModelRunner:
             meta.decode_block_tables = self._tensor(_padded(tables))
             meta.decode_context_lens = self._tensor(lengths)
         if prefill:
-            meta.prefill_query_start = self._tensor(starts + [len(ids)])
+            meta.prefill_query_start = self._tensor([*starts, len(ids)])
             meta.prefill_block_tables = self._tensor(_padded(chunk_tables))
             meta.prefill_context_lens = self._tensor(chunk_lens)
             meta.max_prefill_len = max(len(rows[i].token_ids) for i in prefill)
@@ -241,7 +253,7 @@ class ModelRunner:
             num_logits=num_logits,
         )
 
-    def _tensor(self, values: list) -> torch.Tensor:
+    def _tensor(self, values: list[int] | list[list[int]]) -> torch.Tensor:
         return torch.tensor(values, dtype=torch.long, device=self.device)
 
 

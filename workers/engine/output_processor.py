@@ -73,7 +73,7 @@ class OutputProcessor:
                 continue
             seen.add(rid)
             state = self._states[rid]
-            if any(c.seq is not None and (c.seq.is_finished and not c.sent_final
+            if any(c.seq is not None and ((c.seq.is_finished and not c.sent_final)
                                           or c.seq.num_output_tokens > c.num_sent_tokens)
                    for c in state.completions):
                 outputs.append(self._output(state))

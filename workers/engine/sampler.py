@@ -16,6 +16,7 @@ before these features: one argmax, and filtered_probs over its sampled rows.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -106,8 +107,8 @@ def _column(values: list[float], like: torch.Tensor) -> torch.Tensor:
 
 
 class Sampler:
-    def __init__(self, seed: int, device: torch.device | str = "cpu", eos_token_ids: set[int] | frozenset = frozenset()
-                 ) -> None:
+    def __init__(self, seed: int, device: torch.device | str = "cpu",
+                 eos_token_ids: set[int] | frozenset[int] = frozenset()) -> None:
         # Requests without a seed of their own draw one from this stream: a run is reproducible end to end.
         self._seeds = torch.Generator().manual_seed(seed)
         # request id -> completion index -> generator, on the logits' device, so sampling stays there.
@@ -135,7 +136,7 @@ class Sampler:
         self._generators.pop(request_id, None)
         self.grammars.release(request_id)
 
-    def sample(self, logits: torch.Tensor, sources: list[SampleSource],
+    def sample(self, logits: torch.Tensor, sources: Sequence[SampleSource],
                indices: list[int] | None = None) -> SamplerOutput:
         """logits [N, V] float32, one row per draw, for sources[i]'s completion indices[i] (default: its own
         index; a parent's first sample draws completions 0..n-1 from copies of one row). Greedy rows are the
@@ -165,7 +166,7 @@ class Sampler:
             for j, i in enumerate(rows):
                 gen = self._generator(sources[i].request_id, indices[i], params[i])
                 tokens[i] = int(torch.multinomial(probs[j], 1, generator=gen))
-        logprobs = None
+        logprobs: list[TokenLogprob | None] | None = None
         if raw_logprobs is not None:
             logprobs = [None] * len(tokens)
             for i, lp in zip(want_lp, token_logprobs(raw_logprobs, [tokens[i] for i in want_lp],
@@ -173,7 +174,7 @@ class Sampler:
                 logprobs[i] = lp
         return SamplerOutput(tokens, logprobs)
 
-    def _mask_stop_tokens(self, logits: torch.Tensor, sources: list[SampleSource]) -> None:
+    def _mask_stop_tokens(self, logits: torch.Tensor, sources: Sequence[SampleSource]) -> None:
         """min_tokens: while fewer are out, no stop token (stop_token_ids, and EOS unless ignored) may be drawn."""
         rows: list[int] = []
         ids: list[int] = []
@@ -196,9 +197,11 @@ def token_logprobs(logprobs: torch.Tensor, tokens: list[int], num_top: list[int]
     index = torch.tensor(tokens, dtype=torch.long, device=logprobs.device).unsqueeze(1)
     chosen = logprobs.gather(1, index).squeeze(1).tolist()
     k = max(num_top)
-    top_values, top_ids = logprobs.topk(k, dim=1) if k else (None, None)
-    top_values = top_values.tolist() if k else [[]] * len(tokens)
-    top_ids = top_ids.tolist() if k else [[]] * len(tokens)
+    top_values: list[list[float]] = [[]] * len(tokens)
+    top_ids: list[list[int]] = [[]] * len(tokens)
+    if k:
+        values, ids = logprobs.topk(k, dim=1)
+        top_values, top_ids = values.tolist(), ids.tolist()
     return [TokenLogprob(t, lp, tuple(zip(ids[:n], values[:n])))
             for t, lp, ids, values, n in zip(tokens, chosen, top_ids, top_values, num_top)]
 

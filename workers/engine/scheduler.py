@@ -24,6 +24,7 @@ from workers.engine.scheduling_policy import make_policy
 from workers.engine.sequence import Sequence, SequenceStatus
 from workers.engine.spec_decode.planner import DraftPlanner
 from workers.outputs import TokenLogprob
+from workers.speculative_config import SpeculativeConfig
 
 
 @dataclass(slots=True)
@@ -58,8 +59,9 @@ class Scheduler:
                                   decode_weight=config.fair_decode_weight, preempt_margin=config.fair_preempt_margin,
                                   clock=clock)
         # Speculative decoding: which decoding sequences verify drafts this step (None: off).
-        self.drafts = None if config.speculative is None else DraftPlanner(config.speculative, block_manager,
-                                                                           max_seq_len=max_seq_len)
+        self.drafts: DraftPlanner | None = None
+        if isinstance(config.speculative, SpeculativeConfig):
+            self.drafts = DraftPlanner(config.speculative, block_manager, max_seq_len=max_seq_len)
 
     def add(self, seq: Sequence) -> None:
         if seq.request_id in self._requests:
@@ -269,7 +271,8 @@ class Scheduler:
             kept += 1
             if self._append(seq, token, logprobs[j] if logprobs is not None else None):
                 break
-        self.drafts.roll_back(s, kept, len(tokens) - 1)
+        if self.drafts is not None:  # a row with drafts: speculative decoding is on
+            self.drafts.roll_back(s, kept, len(tokens) - 1)
         self.block_manager.cache_blocks(seq)
         return [seq] if seq.finish_reason is not None else []
 

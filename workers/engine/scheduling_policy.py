@@ -64,7 +64,7 @@ class Fcfs:
 
 
 class Priority(Fcfs):
-    def key(self, seq: Sequence) -> tuple:
+    def key(self, seq: Sequence) -> tuple[float, ...]:
         return seq.schedule.priority, seq.arrival_time
 
     def next_waiting(self, waiting: Iterable[Sequence]) -> Sequence:
@@ -88,9 +88,10 @@ class Fair(Priority):
         self.share.leave(seq.schedule.tenant)
 
     def charge(self, seq: Sequence, *, prefill_tokens: int, decode_tokens: int) -> None:
-        self.share.charge(seq.schedule.tenant, seq.schedule.weight, prefill_tokens=prefill_tokens, decode_tokens=decode_tokens)
+        self.share.charge(seq.schedule.tenant, seq.schedule.weight, prefill_tokens=prefill_tokens,
+                          decode_tokens=decode_tokens)
 
-    def key(self, seq: Sequence) -> tuple:
+    def key(self, seq: Sequence) -> tuple[float, ...]:
         return seq.schedule.priority, self.share.served(seq.schedule.tenant), seq.arrival_time
 
     def displaces(self, candidate: Sequence, victim: Sequence) -> bool:
@@ -150,7 +151,7 @@ class Reserved:
 
 def make_policy(name: str, *, prefill_weight: float = 1.0, decode_weight: float = 2.0,
                 preempt_margin: float = 64.0, clock: Callable[[], float] = time.monotonic) -> SchedulingPolicy:
-    makers = {
+    makers: dict[str, Callable[[], SchedulingPolicy]] = {
         "fcfs": Fcfs,
         "priority": Priority,
         "fair": lambda: Fair(FairShare(prefill_weight=prefill_weight, decode_weight=decode_weight), preempt_margin),

@@ -4,8 +4,8 @@ Each wrapper checks what the C side cannot (dtype, device, layout, sizes, index 
 pointers; the ctypes call releases the GIL for the kernel's duration. The checks cost several times the
 call itself (~14 us against ~4 us), and a decode step makes ~300 calls, so the model's layers hold an
 `unchecked()` twin: their tensors are shaped by construction, and the runner validates each step's cache
-indices once (AttentionMetadata.validate) instead of every layer re-checking them. `load()` returns None where the kernels cannot be
-built or are switched off (TOLLGATE_CPU_KERNELS=0); callers then use their PyTorch path."""
+indices once (AttentionMetadata.validate) instead of every layer re-checking them. `load()` returns None where
+the kernels cannot be built or are switched off (TOLLGATE_CPU_KERNELS=0); callers then use their PyTorch path."""
 from __future__ import annotations
 
 import ctypes

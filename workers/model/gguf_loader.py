@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -34,7 +35,7 @@ class RawTensor:
 @dataclass(slots=True)
 class GGUFCheckpoint:
     path: Path
-    metadata: dict[str, object]      # "llama.block_count" -> 30, "tokenizer.ggml.tokens" -> [...]
+    metadata: dict[str, Any]         # "llama.block_count" -> 30, "tokenizer.ggml.tokens" -> [...]
     tensors: dict[str, torch.Tensor]  # GGUF names ("blk.0.attn_q.weight"), float32, [out, in] for matrices
     raw: dict[str, RawTensor] = field(default_factory=dict)  # the quantized ones, undecoded
 
@@ -43,7 +44,7 @@ class GGUFCheckpoint:
         return str(self.metadata["general.architecture"])
 
 
-def read_metadata(reader: GGUFReader) -> dict[str, object]:
+def read_metadata(reader: GGUFReader) -> dict[str, Any]:
     return {name: field.contents() for name, field in reader.fields.items()}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from safetensors.torch import load_file
@@ -12,7 +13,7 @@ from safetensors.torch import load_file
 @dataclass(slots=True)
 class HFCheckpoint:
     path: Path
-    config: dict[str, object]
+    config: dict[str, Any]
     tensors: dict[str, torch.Tensor]  # HF names ("model.layers.0.self_attn.q_proj.weight"), float32
 
     @property

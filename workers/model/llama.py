@@ -3,7 +3,7 @@ Another architecture is one more file like this one, registered in workers.model
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -45,7 +45,7 @@ class LlamaConfig:
             raise ValueError(f"num_heads {self.num_heads} must be a multiple of num_kv_heads {self.num_kv_heads}")
 
     @classmethod
-    def from_gguf(cls, md: dict[str, object], tensor_names: set[str]) -> LlamaConfig:
+    def from_gguf(cls, md: dict[str, Any], tensor_names: set[str]) -> LlamaConfig:
         hidden = int(md["llama.embedding_length"])
         heads = int(md["llama.attention.head_count"])
         vocab = md.get("llama.vocab_size")
@@ -64,7 +64,7 @@ class LlamaConfig:
         )
 
     @classmethod
-    def from_hf(cls, cfg: dict[str, object]) -> LlamaConfig:
+    def from_hf(cls, cfg: dict[str, Any]) -> LlamaConfig:
         if cfg.get("rope_scaling"):
             raise ValueError(f"rope_scaling {cfg['rope_scaling']!r} is not supported")
         heads = int(cfg["num_attention_heads"])
@@ -211,12 +211,12 @@ class LlamaForCausalLM(nn.Module):
         layer reads block-quantized weights. Returns whether it is on."""
         from workers.kernels.cpu_decoder import DecoderStack, LayerWeights, StackShape
 
-        linears = [(l.attn.qkv, l.attn.o, l.mlp.gate_up, l.mlp.down) for l in self.layers]
+        linears = [(layer.attn.qkv, layer.attn.o, layer.mlp.gate_up, layer.mlp.down) for layer in self.layers]
         if not all(hasattr(m, "q") and hasattr(m, "dm") for group in linears for m in group):
             return False
         cfg = self.config
-        layers = [LayerWeights(l.input_norm.weight.detach(), l.post_attn_norm.weight.detach(), *group)
-                  for l, group in zip(self.layers, linears)]
+        layers = [LayerWeights(layer.input_norm.weight.detach(), layer.post_attn_norm.weight.detach(), *group)
+                  for layer, group in zip(self.layers, linears)]
         shape = StackShape(cfg.hidden_size, cfg.intermediate_size, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim,
                            cfg.rms_norm_eps)
         self.decoder_stack = DecoderStack(kernels, layers, shape)
@@ -273,7 +273,8 @@ class LlamaForCausalLM(nn.Module):
             layer.post_attn_norm.weight.copy_(take(p + "post_attention_layernorm.weight"))
             layer.attn.qkv.weight.copy_(torch.cat([take(p + f"self_attn.{n}_proj.weight") for n in "qkv"]))
             layer.attn.o.weight.copy_(take(p + "self_attn.o_proj.weight"))
-            layer.mlp.gate_up.weight.copy_(torch.cat([take(p + "mlp.gate_proj.weight"), take(p + "mlp.up_proj.weight")]))
+            layer.mlp.gate_up.weight.copy_(torch.cat([take(p + "mlp.gate_proj.weight"),
+                                                      take(p + "mlp.up_proj.weight")]))
             layer.mlp.down.weight.copy_(take(p + "mlp.down_proj.weight"))
 
     @classmethod

@@ -43,13 +43,14 @@ class Int8Weight:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return tuple(self.q.shape)
+        n, k = self.q.shape
+        return n, k
 
     def dequantize(self) -> torch.Tensor:
         return self.scale[:, None] * self.q.to(torch.float32)  # [N, K] float32
 
     def blocks(self) -> Blocks:
-        n, k = self.shape
+        _n, k = self.shape
         if k % GROUP:
             raise ValueError(f"in_features {k} does not split into blocks of {GROUP}")
         d = _per_group(self.scale.detach().cpu()[:, None], k // GROUP)

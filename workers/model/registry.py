@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from torch import nn
 
 from workers.model.hf_loader import is_hf_folder
 from workers.model.kernel_sets.registry import attach
@@ -40,7 +39,8 @@ CATALOGUE: dict[str, PackagedFile] = {
 }
 
 # general.architecture (GGUF) / model_type (HF config.json) -> model class with from_gguf / from_hf.
-ARCHITECTURES: dict[str, type[nn.Module]] = {
+# Each architecture is a causal LM with LlamaForCausalLM's interface (from_gguf, from_hf, the KV geometry).
+ARCHITECTURES: dict[str, type[LlamaForCausalLM]] = {
     "llama": LlamaForCausalLM,
 }
 
@@ -49,7 +49,7 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 
 @dataclass(slots=True)
 class LoadedModel:
-    model: nn.Module          # forward(input_ids, positions, k_cache, v_cache, meta, logits_indices); PyTorch ops
+    model: LlamaForCausalLM   # forward(input_ids, positions, k_cache, v_cache, meta, logits_indices); PyTorch ops
     tokenizer: Tokenizer
     source: Path
     # Module path -> its weight as GGUF blocks as stored (workers.model.gguf_weight), when asked for and the
@@ -57,7 +57,7 @@ class LoadedModel:
     gguf_weights: dict[str, object] = field(default_factory=dict)
 
 
-def _architecture(name: str) -> type[nn.Module]:
+def _architecture(name: str) -> type[LlamaForCausalLM]:
     if name not in ARCHITECTURES:
         raise ValueError(f"unsupported architecture {name!r}; supported: {sorted(ARCHITECTURES)}")
     return ARCHITECTURES[name]
@@ -69,7 +69,7 @@ def _load_gguf(path: Path, dtype: torch.dtype, gguf_weights: bool) -> LoadedMode
     ck = read_gguf(path)
     cls = _architecture(ck.architecture)
     model = cls.from_gguf(ck, dtype)
-    blocks = cls.gguf_weights(ck) if gguf_weights else {}
+    blocks: dict[str, object] = {**cls.gguf_weights(ck)} if gguf_weights else {}
     return LoadedModel(model=model, tokenizer=Tokenizer.from_gguf_metadata(ck.metadata), source=path,
                        gguf_weights=blocks)
 

@@ -4,6 +4,7 @@ for that form, move everything to the device, point the layers at the kernel set
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 from torch import nn
@@ -14,6 +15,8 @@ from workers.model.layers import Linear
 from workers.model.quantize import quantize_gguf_q8_0, quantize_int4, quantize_int8
 
 INT4_GROUPS = (128, 64, 32)
+
+M = TypeVar("M", bound=nn.Module)
 
 
 def quantize_int4_groupwise(w: torch.Tensor) -> object:
@@ -47,7 +50,7 @@ def linear_weights(model: nn.Module, quantization: str | None, gguf: dict[str, o
             if isinstance(m, Linear) and path not in KEEP_DENSE}
 
 
-def to_runtime(model: nn.Module, weights: dict[str, object], kernels: KernelSet) -> nn.Module:
+def to_runtime(model: M, weights: dict[str, object], kernels: KernelSet) -> M:
     """Swap every Linear for `kernels.linear(its weight form)`, move the model to the kernel set's device and
     attach the set. In place; returns the model."""
     for path, module in [(p, m) for p, m in model.named_modules() if isinstance(m, Linear)]:

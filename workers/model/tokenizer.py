@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import AddedToken, Regex, decoders, models, pre_tokenizers
@@ -32,7 +33,7 @@ PRE_TOKENIZERS = {
 }
 
 
-def _bpe_from_gguf(metadata: dict[str, object]) -> BackendTokenizer:
+def _bpe_from_gguf(metadata: dict[str, Any]) -> BackendTokenizer:
     tokens = list(metadata["tokenizer.ggml.tokens"])
     merges = [tuple(m.split(" ", 1)) for m in metadata["tokenizer.ggml.merges"]]
     vocab = {tok: i for i, tok in enumerate(tokens)}
@@ -67,13 +68,14 @@ class Tokenizer:
             raise ValueError("a tokenizer needs at least one end-of-sequence token")
         self.vocab_size = backend.get_vocab_size(with_added_tokens=True)
         self.chat_template = chat_template
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                            extensions=["jinja2.ext.loopcontrols"])
         env.globals["raise_exception"] = _raise_exception
         env.filters["tojson"] = lambda v, indent=None: json.dumps(v, indent=indent, ensure_ascii=False)
         self._template = env.from_string(chat_template) if chat_template else None
 
     @classmethod
-    def from_gguf_metadata(cls, metadata: dict[str, object]) -> Tokenizer:
+    def from_gguf_metadata(cls, metadata: dict[str, Any]) -> Tokenizer:
         model = metadata.get("tokenizer.ggml.model")
         if model != "gpt2":
             raise ValueError(f"only byte-level BPE ('gpt2') GGUF tokenizers are supported, got {model!r}")

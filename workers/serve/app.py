@@ -32,8 +32,9 @@ def build_app(cfg: VersionServeConfig) -> Application:
         "logging_config": {"enable_access_log": False},
     }
     if cfg.prefix_routing:
-        options["request_router_config"] = RequestRouterConfig(request_router_class=PREFIX_ROUTER)
-    deployment = serve.deployment(VersionServer).options(**options)
+        # Ray takes the router as an import path; its annotations do not say so.
+        options["request_router_config"] = RequestRouterConfig(request_router_class=PREFIX_ROUTER)  # type: ignore[arg-type]
+    deployment = serve.deployment(VersionServer).options(**options)  # type: ignore[attr-defined]  # (Ray's overloads)
     return deployment.bind(cfg.version, cfg.engine, cfg.warmup_prompt)
 
 

@@ -22,7 +22,8 @@ _SAMPLING = SAMPLING_FIELDS
 
 
 class VersionServer:
-    async def __init__(self, version: str, engine: dict, warmup_prompt: str = "Hello") -> None:
+    # Ray Serve awaits an async __init__ (the engine warms up before the replica takes traffic).
+    async def __init__(self, version: str, engine: dict, warmup_prompt: str = "Hello") -> None:  # type: ignore[misc]
         self._version = version
         self._active = 0  # generations in flight on this replica
         self._engine = AsyncEngine(EngineConfig(**engine), model_name=version)

@@ -20,6 +20,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 import ray
 from prometheus_client import CollectorRegistry
@@ -110,7 +111,7 @@ class MetricsPusher:
     def __init__(self, replica: str, registry: CollectorRegistry, interval_s: float = 2.0) -> None:
         self.replica, self.registry, self.interval_s = replica, registry, interval_s
         self._task: asyncio.Task | None = None
-        self._hub = None
+        self._hub: Any = None  # the hub actor's handle, got on the first push
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="metrics-pusher")

@@ -38,6 +38,8 @@ n completions; `prompt_tokens` counts the prompt once.
 """
 from __future__ import annotations
 
+from typing import Any
+
 from workers.outputs import CompletionOutput, RequestOutput, TokenLogprob
 from workers.sampling_params import SamplingParams
 from workers.schedule_params import ScheduleParams
@@ -49,7 +51,7 @@ SAMPLING_FIELDS = ("n", "max_tokens", "min_tokens", "temperature", "top_p", "top
                    "speculative")
 
 
-def sampling_params(request: dict) -> SamplingParams:
+def sampling_params(request: dict[str, Any]) -> SamplingParams:
     """The request's sampling fields; ValueError, naming the field, for a bad value."""
     return SamplingParams(**{k: request[k] for k in SAMPLING_FIELDS if k in request})
 
@@ -59,7 +61,7 @@ SCHEDULE_FIELDS = {"priority": "priority", "tenant": "tenant", "tenant_weight": 
                    "reserved_tokens_per_s": "reserved_tokens_per_s"}
 
 
-def schedule_params(request: dict) -> ScheduleParams:
+def schedule_params(request: dict[str, Any]) -> ScheduleParams:
     """The request's priority and fair-share tenant; ValueError, naming the field, for a bad value."""
     return ScheduleParams(**{ours: request[k] for k, ours in SCHEDULE_FIELDS.items() if request.get(k) is not None})
 
@@ -71,7 +73,7 @@ class ChunkWriter:
     def __init__(self) -> None:
         self._first_finish: str | None = None
 
-    def __call__(self, out: RequestOutput) -> dict:
+    def __call__(self, out: RequestOutput) -> dict[str, Any]:
         completions = [_completion(c) for c in out.outputs]
         first = next((c for c in completions if c["index"] == 0), None)
         if first is not None and first["finish_reason"] is not None:
@@ -86,11 +88,11 @@ class ChunkWriter:
                 "completions": completions, "engine_ms": out.engine_ms}
 
 
-def _completion(c: CompletionOutput) -> dict:
+def _completion(c: CompletionOutput) -> dict[str, Any]:
     return {"index": c.index, "text": c.text, "token_ids": list(c.token_ids), "finish_reason": c.finish_reason,
             "logprobs": None if c.logprobs is None else [logprob_dict(lp) for lp in c.logprobs],
             "cumulative_logprob": c.cumulative_logprob}
 
 
-def logprob_dict(lp: TokenLogprob) -> dict:
+def logprob_dict(lp: TokenLogprob) -> dict[str, Any]:
     return {"token_id": lp.token_id, "logprob": lp.logprob, "top": [[t, v] for t, v in lp.top]}

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import llguidance
 import numpy as np
@@ -39,12 +39,13 @@ from workers.structured.spec import StructuredOutput
 JSON_OPTIONS = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 
 
-def _json_schema(schema: object) -> str:
-    return LLMatcher.grammar_from_json_schema(schema, defaults=JSON_OPTIONS)
+def _json_schema(schema: str | dict[str, Any]) -> str:
+    # llguidance's stub types `defaults` as its JsonCompileOptions TypedDict, which it does not export.
+    return LLMatcher.grammar_from_json_schema(schema, defaults=JSON_OPTIONS)  # type: ignore[arg-type]
 
 
 # kind -> llguidance grammar text. "grammar" takes Lark or GBNF (converted to Lark).
-GRAMMARS: dict[str, Callable[[object], str]] = {
+GRAMMARS: dict[str, Callable[[Any], str]] = {
     "json_object": lambda _: _json_schema({"type": "object"}),
     "json_schema": _json_schema,
     "regex": LLMatcher.grammar_from_regex,

@@ -14,6 +14,7 @@ Rows without a grammar are never touched.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -56,13 +57,15 @@ class GrammarMasker:
     def __len__(self) -> int:
         return sum(len(m) for m in self._matchers.values())
 
-    def apply(self, logits: torch.Tensor, sources: list[GrammarSource], indices: list[int]) -> None:
+    def apply(self, logits: torch.Tensor, sources: Sequence[GrammarSource], indices: list[int]) -> None:
         """In place on logits [N, V]: each row whose source has a grammar keeps only the tokens it allows
         next (only EOS once the value is complete). sources[i] draws completion indices[i]."""
         rows = [i for i, s in enumerate(sources) if s.grammar is not None]
         if not rows:
             return
         grammar = sources[rows[0]].grammar
+        if grammar is None:  # rows holds only sources with a grammar
+            return
         matchers = [self._synced(sources[i], indices[i]) for i in rows]
         bitmask = self._fill(matchers, grammar.mask_words)  # [R, W] on the host
         self._fail_closed(bitmask, matchers, [sources[i] for i in rows], grammar.eos_token_ids)
@@ -75,6 +78,7 @@ class GrammarMasker:
         per_request = self._matchers.setdefault(seq.request_id, {})
         tracked = per_request.get(index)
         if tracked is None:
+            assert seq.grammar is not None  # only sources with a grammar are synced
             tracked = per_request[index] = _Tracked(seq.grammar.matcher())
         new = seq.token_ids[seq.num_prompt_tokens + tracked.consumed:]
         if new:

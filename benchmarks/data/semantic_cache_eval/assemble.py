@@ -138,7 +138,8 @@ script and its tests, none of which were opened while writing.
 def main() -> int:
     if not PARTS.is_dir():
         # The parts live only on the author's machine; without them this would overwrite the corpus with nothing.
-        print(f"no {PARTS}: the hand-written parts are not in git; the committed splits are the corpus", file=sys.stderr)
+        print(f"no {PARTS}: the hand-written parts are not in git; the committed splits are the corpus",
+              file=sys.stderr)
         return 1
     dev, test = build()
     (HERE / "dev.jsonl").write_bytes(_jsonl(dev))

@@ -42,7 +42,8 @@ def valid(p: dict) -> bool:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--out", required=True, type=Path, help="the split's file (under the corpus folder if relative)")
+    parser.add_argument("--out", required=True, type=Path,
+                        help="the split's file (under the corpus folder if relative)")
     parser.add_argument("--apart", nargs="*", default=[], help="splits that must share no question with it")
     parser.add_argument("files", nargs="+", type=Path)
     args = parser.parse_args()
@@ -63,7 +64,8 @@ def main() -> None:
             else:
                 known.add(pair_key(p))
                 kept.append({**{f: p[f] for f in FIELDS}, **{k: p[k] for k in ("a_context", "b_context") if k in p}})
-    (HERE / args.out if not args.out.is_absolute() else args.out).write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in kept))
+    out = HERE / args.out if not args.out.is_absolute() else args.out
+    out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in kept))
     print(f"{args.out}: kept {len(kept)}; dropped {dropped}")
 
 

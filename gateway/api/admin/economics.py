@@ -8,6 +8,7 @@ from fastapi.responses import JSONResponse, Response
 
 from gateway.api.admin.auditing import AuditorDep
 from gateway.api.periods import MonthDep
+from gateway.catalogue import HardwareCost
 from gateway.crud.version_costs import cost_in_effect, list_version_costs, set_version_cost
 from gateway.db.models.version_cost import VersionCost
 from gateway.db.types import utcnow
@@ -53,7 +54,8 @@ def put_cost(version: str, body: VersionCostSet, session: SessionDep, services: 
     if hardware is None:  # keep what the version runs on
         mine = [r for r in rows if r.version == version]
         spec = services.catalogue.version(version)[2].cost
-        hardware = mine[-1].hardware if mine else (spec.hardware if spec is not None else "")
+        # An upstream version's catalogue cost is per token (TokenCost): no hardware to keep.
+        hardware = mine[-1].hardware if mine else (spec.hardware if isinstance(spec, HardwareCost) else "")
     when = body.effective_from or utcnow()  # in UTC (VersionCostSet)
     # The audit's before: what a replica-hour cost from `when` until now (the row overwritten, or the one before).
     audit = auditor.on_write("version_cost.set", before=cost_in_effect(session, version=version, at=when))

@@ -116,7 +116,8 @@ def list_all(session: SessionDep, tenant_id: str | None = None) -> PromptList:
 def add_version(name: str, body: PromptVersionBody, session: SessionDep, auditor: AuditorDep) -> PromptCreated:
     """A new immutable version (latest + 1); labels stay where they are until moved."""
     try:
-        v = store.add_version(session, name=name, **_content(body), audit=_audit(auditor, "prompt.version", Target("prompt", name)))
+        v = store.add_version(session, name=name, **_content(body),
+                              audit=_audit(auditor, "prompt.version", Target("prompt", name)))
     except PromptError as e:
         raise _api_error(e) from None
     return PromptCreated(name=v.name, version=v.version)
@@ -129,7 +130,8 @@ def read(name: str, session: SessionDep) -> PromptOut:
         versions = store.versions(session, name=name)
     except PromptError as e:
         raise _api_error(e) from None
-    return PromptOut(name=name, tenant_id=store.owner(session, name=name)[1], versions=[_version_out(v) for v in versions],
+    return PromptOut(name=name, tenant_id=store.owner(session, name=name)[1],
+                     versions=[_version_out(v) for v in versions],
                      labels={s.label: _label_out(session, s) for s in store.labels(session, name=name)})
 
 

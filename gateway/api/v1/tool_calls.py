@@ -17,7 +17,8 @@ def offered_names(tools: ToolSet | None) -> tuple[str, ...]:
     return tuple(f.name for f in tools.offered) if tools is not None else ()
 
 
-def whole(text: str, finish_reason: str | None, names: tuple[str, ...]) -> tuple[str | None, list[ToolCall] | None, str | None]:
+def whole(text: str, finish_reason: str | None,
+          names: tuple[str, ...]) -> tuple[str | None, list[ToolCall] | None, str | None]:
     """(content, tool_calls, finish_reason) of one finished choice."""
     if not names:
         return text, None, finish_reason
@@ -38,7 +39,8 @@ class StreamedCalls:
         self.names = names
         self._streams: dict[int, CallStream] = {}
 
-    def step(self, index: int, text: str, finish_reason: str | None) -> tuple[str, list[ToolCallDelta] | None, str | None]:
+    def step(self, index: int, text: str,
+             finish_reason: str | None) -> tuple[str, list[ToolCallDelta] | None, str | None]:
         if not self.names:
             return text, None, finish_reason
         stream = self._streams.setdefault(index, CallStream(self.names))

@@ -71,7 +71,8 @@ class MemoryStorage:
                 del self._counts[key]
 
     async def reserve(self, checks: list[Check]) -> Outcome:
-        used, granted = [], []
+        used: list[float] = []
+        granted: list[int] = []
         for i, c in enumerate(checks):
             first = self._get(c.keys[0])
             if first is None and c.must_exist:

@@ -29,7 +29,7 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802  (http.server's name)
+            def do_POST(self) -> None:  # http.server's name
                 body = self.rfile.read(int(self.headers.get("content-length", 0)))
                 time.sleep(receiver.delay_s)
                 with receiver._lock:
@@ -47,7 +47,7 @@ class Receiver:
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/hook"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "Receiver":
+    def __enter__(self) -> Receiver:
         self._thread.start()
         return self
 

@@ -139,7 +139,7 @@ async def test_racing_checks_mark_each_crossing_once(database, tenant_id):
 
 
 async def test_a_failing_budget_check_never_costs_the_usage_rows(database, tenant_id, monkeypatch):
-    import gateway.alerts.budget as budget
+    from gateway.alerts import budget
     add_webhook(database, "http://127.0.0.1:9/h", ["*"])
     monkeypatch.setattr(budget, "month_tokens_by_tenant", lambda *a, **k: 1 / 0)
     book = ledger(database)

@@ -5,7 +5,7 @@ from decimal import Decimal
 
 from sqlalchemy.exc import OperationalError
 
-import gateway.audit.table  # noqa: F401  (registers the audit tables for the database fixture)
+import gateway.audit.table  # registers the audit tables for the database fixture
 import gateway.routing.tables  # noqa: F401  (and the route tables)
 from gateway.alerts import Alerts, AlertsConfig
 from gateway.billing.ledger import Ledger, UsageRecord
@@ -53,7 +53,7 @@ def test_an_operators_rollback_alerts_nobody(database):
 
 
 def test_a_failing_alert_never_blocks_the_rollback(database, monkeypatch):
-    import gateway.alerts.canary as canary
+    from gateway.alerts import canary
     add_webhook(database, "http://127.0.0.1:9/h", ["*"])
     monkeypatch.setattr(canary, "emit", lambda *a, **k: 1 / 0)
     router = router_with_alerts(database, Alerts(database, deliver=False, box=BOX))

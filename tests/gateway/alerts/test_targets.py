@@ -98,8 +98,8 @@ async def test_a_name_that_now_resolves_inside_is_blocked_and_nothing_is_sent():
     rx = Recorder()
     out = await deliver("https://hooks.example.com/in", {"hooks.example.com": ["169.254.169.254"]}, rx)
     assert not out.ok and out.status_code is None and rx.requests == []
-    assert out.error == "blocked: webhook URLs may not point at a cloud metadata address: " \
-                        "hooks.example.com (169.254.169.254)"
+    assert out.error == ("blocked: webhook URLs may not point at a cloud metadata address: "
+                         "hooks.example.com (169.254.169.254)")
     out = await deliver("http://127.0.0.1:9/x", {}, rx)
     assert out.error.startswith("blocked: ") and rx.requests == []
     out = await deliver("https://gone.example/in", {}, rx)

@@ -47,8 +47,8 @@ async def test_tenant_bill_lines_per_model(database, ledger_with_usage):
     await ledger.flush()
     with database.session() as s:
         bill = tenant_bill(s, tenant_id=t1, month=Month(2026, 11), currency="USD")
-    assert [(l.model, l.requests, l.prompt_tokens, l.completion_tokens, l.cached_tokens, l.cost)
-            for l in bill.lines] == [("a", 2, 1_000_000, 1_000_000, 0, D("3.1")),
+    assert [(line.model, line.requests, line.prompt_tokens, line.completion_tokens, line.cached_tokens, line.cost)
+            for line in bill.lines] == [("a", 2, 1_000_000, 1_000_000, 0, D("3.1")),
                                      ("b", 1, 3, 0, 1, D("0.00000002"))]  # the cached token is free
     assert bill.total_cost == D("3.10000002")
     body = bill.model_dump(mode="json")
@@ -71,7 +71,7 @@ async def test_all_bills_include_idle_tenants(database, ledger_with_usage):
 
 
 async def test_usage_csv_has_one_row_per_ledger_row(database, ledger_with_usage):
-    ledger, (t1, t2, _) = ledger_with_usage
+    ledger, (_t1, t2, _) = ledger_with_usage
     await ledger.flush()
     text = "".join(usage_csv(database, period=Month(2026, 11).period))
     table = list(csv.DictReader(io.StringIO(text)))

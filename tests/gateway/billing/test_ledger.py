@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from gateway.billing.ledger import Ledger, UsageRecord
 from gateway.billing.prices import PriceBook

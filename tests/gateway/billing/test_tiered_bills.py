@@ -42,8 +42,8 @@ def _row(tenant, n, day, prompt, completion, *, cached=0, kind="interactive", mo
 
 
 def _lines(bill):
-    return [(l.model, l.kind, l.tier, l.requests, l.prompt_tokens, l.completion_tokens, l.cached_tokens, l.cost)
-            for l in bill.lines]
+    return [(line.model, line.kind, line.tier, line.requests, line.prompt_tokens, line.completion_tokens,
+             line.cached_tokens, line.cost) for line in bill.lines]
 
 
 async def test_before_after_and_straddling_the_boundary(database, tiered):
@@ -65,13 +65,13 @@ async def test_before_after_and_straddling_the_boundary(database, tiered):
         ("m", "interactive", 1, 2, 800, 200, 0, D("0.0024")),
         # 200 prompt x 1 + 200 completion x 2 per million
         ("m", "interactive", 2, 1, 200, 200, 0, D("0.0006"))]
-    assert bill.total_cost == D("0.00302") == sum(l.cost for l in bill.lines)
+    assert bill.total_cost == D("0.00302") == sum(line.cost for line in bill.lines)
     assert everyone[tenant].lines == bill.lines and everyone[other].total_cost == D("0.0018")
-    assert by_prompt.total_cost == bill.total_cost and [l.tier for l in by_prompt.lines] == [1, 1, 2]
+    assert by_prompt.total_cost == bill.total_cost and [line.tier for line in by_prompt.lines] == [1, 1, 2]
     # Each row's stored cost is its flat (first-tier) figure: the bill is what knows the tiers.
     assert stored == D("0.00362")
     body = bill.model_dump(mode="json")
-    assert [(l["tier"], l["cost"]) for l in body["lines"]] == [(1, "0.00002"), (1, "0.0024"), (2, "0.0006")]
+    assert [(line["tier"], line["cost"]) for line in body["lines"]] == [(1, "0.00002"), (1, "0.0024"), (2, "0.0006")]
 
 
 async def test_cached_prompt_tokens_keep_their_cached_price_inside_a_tier(database, tiered):

@@ -33,7 +33,7 @@ def test_default_threshold_is_the_evaluated_one():
 
 def test_the_default_policy_keeps_a_finite_cap():
     assert 0 < CacheConfig().default_policy.max_entries < float("inf")
-    with pytest.raises(ValueError, match="default_policy.max_entries"):
+    with pytest.raises(ValueError, match=r"default_policy.max_entries"):
         CacheConfig(default_policy=TenantCachePolicy(max_entries=0))
     assert CacheConfig().policy_for(max_entries=0).max_entries == 0  # a tenant may still opt out
 

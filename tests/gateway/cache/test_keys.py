@@ -12,7 +12,8 @@ def test_namespace_depends_on_everything_but_the_last_question():
     base = namespace_key(ask("Q one?"))
     assert namespace_key(ask("A different question")) == base
     for changed in (ask("Q one?", tenant="t2"), ask("Q one?", model="m2"), ask("Q one?", system="Be brief."),
-                    ask("Q one?", history=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]),
+                    ask("Q one?", history=[{"role": "user", "content": "hi"},
+                                           {"role": "assistant", "content": "hello"}]),
                     ask("Q one?", temperature=0.5), ask("Q one?", top_p=0.9),
                     ask("Q one?", stop=["\n"]), ask("Q one?", seed=1),
                     ask("Q one?", extra_params={"response_format": {"type": "text"}})):

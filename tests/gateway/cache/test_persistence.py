@@ -63,7 +63,8 @@ async def test_round_trip_reindexes_at_start(make_cache, repository, policy):
     hit = await restarted.lookup(ask("What's the capital city of France?"), policy)
     assert (hit.status, hit.tier, hit.entry_id, hit.entry.text) == ("hit", "semantic", entry_id, "Paris.")
     assert hit.entry.prompt_tokens == 12 and hit.entry.completion_tokens == 3
-    assert (await restarted.lookup(ask("What is the capital of France?", tenant="t2"), policy)).entry.text == "Paris, France."
+    found = await restarted.lookup(ask("What is the capital of France?", tenant="t2"), policy)
+    assert found.entry.text == "Paris, France."
 
 
 async def test_invalidation_and_eviction_reach_the_table(make_cache, repository, engine):
@@ -104,7 +105,8 @@ async def test_a_cut_answer_and_earlier_turns_survive_a_restart(make_cache, repo
     hit = await restarted.lookup(ask("Where should I stay?", history=history, max_tokens=2), policy)
     assert (hit.status, hit.entry.text, hit.entry.finish_reason) == ("hit", "Stay in", "length")
     elsewhere = [{"role": "user", "content": "I'm planning a trip to Osaka."}, history[1]]
-    assert (await restarted.lookup(ask("Where should I stay?", history=elsewhere, max_tokens=2), policy)).status == "miss"
+    found = await restarted.lookup(ask("Where should I stay?", history=elsewhere, max_tokens=2), policy)
+    assert found.status == "miss"
 
 
 def _payload(**overrides) -> bytes:

@@ -158,7 +158,8 @@ async def test_stats_and_metrics_count_results(make_cache, policy):
     stats = cache.stats("t1")
     assert (stats.hits, stats.misses, stats.bypasses, stats.entries, stats.namespaces) == (1, 1, 1, 1, 1)
     sample = metrics.registry.get_sample_value
-    assert sample("tollgate_cache_lookups_total", {"tenant": "t1", "model": "chat", "result": "hit", "tier": "exact"}) == 1
+    labels = {"tenant": "t1", "model": "chat", "result": "hit", "tier": "exact"}
+    assert sample("tollgate_cache_lookups_total", labels) == 1
     assert sample("tollgate_cache_tokens_saved_total", {"tenant": "t1", "model": "chat", "kind": "completion"}) == 3
     assert sample("tollgate_cache_money_saved_total", {"tenant": "t1", "model": "chat"}) == pytest.approx(15e-6)
     assert sample("tollgate_cache_lookup_seconds_count", {"tier": "exact"}) == 1

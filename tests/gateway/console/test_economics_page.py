@@ -18,7 +18,7 @@ ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 
 def cells(text: str, header: str) -> list[str]:
     """The cells of the table row whose row header is `header`."""
-    row = text.split(f'<th scope="row">{header}</th>')[1].split("</tr>")[0]
+    row = text.split(f'<th scope="row">{header}</th>')[1].split("</tr>", maxsplit=1)[0]
     return [c.split("</td>")[0].strip() for c in row.split("<td>")[1:]]
 
 

@@ -21,9 +21,8 @@ def test_a_failing_audit_append_leaves_the_change_unapplied(database):
         tenant = create_tenant(s, name="acme", rpm=1, audit=AUDITOR.on_write("tenant.create"))
     with database.session() as s, s.begin():
         s.execute(delete(AuditChainHead))
-    with database.session() as s:
-        with pytest.raises(ChainHeadMissing):
-            create_tenant(s, name="other", audit=AUDITOR.on_write("tenant.create"))
+    with database.session() as s, pytest.raises(ChainHeadMissing):
+        create_tenant(s, name="other", audit=AUDITOR.on_write("tenant.create"))
     with database.session() as s:
         t = s.get(Tenant, tenant.id)
         with pytest.raises(ChainHeadMissing):

@@ -33,14 +33,14 @@ def _ledger_columns(url: str) -> set[str]:
 
 def test_upgrade_creates_them_and_its_revision_alone_comes_down(empty_url):
     upgrade(empty_url)
-    assert TABLES <= set(_inspect(empty_url, lambda i: i.get_table_names()))
+    assert set(_inspect(empty_url, lambda i: i.get_table_names())) >= TABLES
     assert "kind" in _ledger_columns(empty_url)
     downgrade(empty_url, "0006_batches@-1")  # this branch only, back to 0001
     tables = set(_inspect(empty_url, lambda i: i.get_table_names()))
     assert not TABLES & tables and {"tenants", "usage_ledger", "stored_responses"} <= tables
     assert "kind" not in _ledger_columns(empty_url)
     upgrade(empty_url)
-    assert TABLES <= set(_inspect(empty_url, lambda i: i.get_table_names()))
+    assert set(_inspect(empty_url, lambda i: i.get_table_names())) >= TABLES
 
 
 def test_the_migration_matches_the_models(empty_url):

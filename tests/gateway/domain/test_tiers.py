@@ -38,7 +38,7 @@ def test_a_request_without_tokens_lands_in_the_tier_of_its_start():
 
 
 def test_slices_add_up_to_the_request():
-    for start in range(0, 40):
+    for start in range(40):
         pieces = split(THREE, start=start, prompt_tokens=7, completion_tokens=6, cached_tokens=4)
         assert sum(p.prompt_tokens for p in pieces) == 7 and sum(p.completion_tokens for p in pieces) == 6
         assert sum(p.cached_tokens for p in pieces) == 4

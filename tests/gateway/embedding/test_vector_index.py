@@ -69,7 +69,7 @@ def test_background_rebuild_replays_changes_made_while_it_ran():
     assert index.rebuilding or index.kind == "hnsw"
     for i in range(400, 600):  # while (or after) the HNSW build runs
         index.add(f"e{i}", vectors[i])
-    for i in range(0, 100):
+    for i in range(100):
         index.remove(f"e{i}")
     index.add("e150", vectors[599])  # re-added with another vector
     index.wait()
@@ -80,8 +80,8 @@ def test_background_rebuild_replays_changes_made_while_it_ran():
     assert {e for e, _ in index.search(vectors[599], 2)} == {"e150", "e599"}
 
 
-@pytest.mark.parametrize("field", ["sync_rebuild_below", "hnsw_above", "hnsw_m", "hnsw_ef_construction", "hnsw_ef_search",
-                                   "max_dead_probe", "rebuild_dead_fraction"])
+@pytest.mark.parametrize("field", ["sync_rebuild_below", "hnsw_above", "hnsw_m", "hnsw_ef_construction",
+                                   "hnsw_ef_search", "max_dead_probe", "rebuild_dead_fraction"])
 def test_bad_index_config_is_refused(field):
     with pytest.raises(ValueError, match=field):
         IndexConfig(**{field: -1})

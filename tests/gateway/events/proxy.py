@@ -14,7 +14,7 @@ class TcpProxy:
         self._server: asyncio.Server | None = None
         self._transports: set[asyncio.Transport] = set()
 
-    async def start(self) -> "TcpProxy":
+    async def start(self) -> TcpProxy:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
         return self
 

@@ -92,7 +92,7 @@ async def test_a_message_pubsub_never_delivered_is_caught_up_at_the_next_tick(ma
 async def test_a_gap_the_log_no_longer_holds_resyncs(make_bus):
     proxy = await TcpProxy(REDIS_PORT).start()
     a, _ = await make_bus(log_size=2)
-    b, seen_by_b = await make_bus(f"redis://127.0.0.1:{proxy.port}/0", log_size=2)
+    _b, seen_by_b = await make_bus(f"redis://127.0.0.1:{proxy.port}/0", log_size=2)
     await proxy.cut()
     for event in EVENTS:
         a.publish(event)
@@ -107,7 +107,7 @@ async def test_a_gap_the_log_no_longer_holds_resyncs(make_bus):
 
 async def test_a_failing_applier_is_followed_by_a_resync(make_bus):
     a, _ = await make_bus()
-    b, seen_by_b = await make_bus(recorder=Recorder(fail=1))
+    _b, seen_by_b = await make_bus(recorder=Recorder(fail=1))
     a.publish(RouteChanged("chat"))
     await wait_until(lambda: seen_by_b.resyncs == 1, timeout_s=1.5)
     a.publish(RouteChanged("chat"))
@@ -170,7 +170,7 @@ async def test_a_hung_redis_blocks_neither_publishers_nor_the_event_loop(make_bu
 async def test_an_overflowing_outbox_collapses_into_one_resync(make_bus):
     with ThrowawayRedis() as redis:
         a, _ = await make_bus(redis.url, outbox_size=5)
-        b, seen_by_b = await make_bus(redis.url)
+        _b, seen_by_b = await make_bus(redis.url)
         redis.stop()
         await wait_until(lambda: not a.connected)
         for i in range(12):

@@ -42,7 +42,8 @@ async def test_startup_fails_loudly_without_prices(tmp_path):
 
     url = f"sqlite:///{tmp_path / 'unpriced.db'}"
     upgrade(url)  # tables, but no prices seeded
-    app = create_app(gateway_settings(tmp_path, url, embeddings_enabled=False, cache_enabled=False), backend=CannedBackend())
+    app = create_app(gateway_settings(tmp_path, url, embeddings_enabled=False, cache_enabled=False),
+                     backend=CannedBackend())
     with pytest.raises(RuntimeError, match="without a price"):
         async with app.router.lifespan_context(app):
             pass

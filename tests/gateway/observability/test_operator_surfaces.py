@@ -25,9 +25,9 @@ def db_url(tmp_path_factory, gw_catalogue) -> str:
 @asynccontextmanager
 async def gateway(settings):
     app = create_app(settings, backend=CannedBackend())
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway") as http:
-            yield http
+    async with (app.router.lifespan_context(app),
+                httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway") as http):
+        yield http
 
 
 def settings_for(tmp_path, db_url, **extra):

@@ -19,7 +19,7 @@ def test_weights_must_sum_to_100():
 
 @pytest.mark.parametrize("body", [{"version": 3}, {"weights": {"1": 50, "3": 50}}])
 def test_unknown_versions_are_named(body):
-    with pytest.raises(InvalidTarget, match="Unknown version.*3"):
+    with pytest.raises(InvalidTarget, match=r"Unknown version.*3"):
         target_weights(**body, known={1, 2})
 
 

@@ -32,10 +32,10 @@ def test_policy_validates(kw):
 
 def test_failing_canary_is_rolled_back_within_the_window(catalogue, clock):
     router = Router(catalogue, rollback=RollbackPolicy(window_s=30, min_samples=10), clock=clock)
-    for i in range(40):
+    for _ in range(40):
         clock.now += 0.1
         router.observe(FP32, ok=True, ttft_s=0.05, latency_s=0.2)
-    for i in range(9):
+    for _ in range(9):
         router.observe(BF16, ok=False, ttft_s=None, latency_s=0.01)
     assert router.route("chat")["weights"][BF16] == 10  # not enough samples yet
     router.observe(BF16, ok=False, ttft_s=None, latency_s=0.01)

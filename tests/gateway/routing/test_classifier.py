@@ -72,5 +72,5 @@ def test_the_catalogue_names_the_file_beside_itself(tmp_path):
     config = classifier_config(settings, parse_catalogue(raw))
     assert (config.file, config.threshold) == (tmp_path / "routing" / "tasks.jsonl", 0.4)
     assert classifier_config(settings, parse_catalogue(raw_catalogue())) is None
-    with pytest.raises(CatalogueError, match="routing.classifier.threshold"):
+    with pytest.raises(CatalogueError, match=r"routing.classifier.threshold"):
         parse_catalogue({**raw, "routing": {"classifier": {"file": "x", "threshold": 2}}})

@@ -3,7 +3,6 @@ share of the traffic, the header that names it, the version that served, and the
 everything to the strong version, from the ledger, to the last decimal."""
 from __future__ import annotations
 
-from collections import Counter
 from decimal import Decimal
 
 from .rules_scenario import ANSWER_TOKENS, CHEAP, STRONG, Ask, run, workload

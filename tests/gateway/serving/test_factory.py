@@ -17,7 +17,7 @@ def test_registry_builds_the_inprocess_backend(gw_catalogue):
 
 
 def test_unknown_backend_names_the_choices(gw_catalogue):
-    with pytest.raises(ValueError, match="inprocess.*ray"):
+    with pytest.raises(ValueError, match=r"inprocess.*ray"):
         build_backend(Settings(backend="carrier-pigeon"), gw_catalogue)
     assert "carrier-pigeon" not in BACKENDS
 

@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("ray")
 
-from gateway.serving import ray_backend  # noqa: E402
-from gateway.settings import Settings  # noqa: E402
+from gateway.serving import ray_backend
+from gateway.settings import Settings
 
 
 class StubRay:

@@ -18,7 +18,8 @@ def test_a_call_block_is_calls_and_no_text():
 
 
 def test_several_calls_one_object_and_string_arguments():
-    two = '<tool_call>[{"name": "add", "arguments": {"a": 1, "b": 2}}, {"name": "get_weather", "arguments": {}}]</tool_call>'
+    two = ('<tool_call>[{"name": "add", "arguments": {"a": 1, "b": 2}}, '
+           '{"name": "get_weather", "arguments": {}}]</tool_call>')
     assert [c.name for c in parse_calls(two, NAMES)[1]] == ["add", "get_weather"]
     one = '<tool_call>{"name": "add", "arguments": "{\\"a\\": 1}"}</tool_call>'
     assert json.loads(parse_calls(one, NAMES)[1][0].arguments) == {"a": 1}

@@ -39,4 +39,5 @@ def test_earlier_calls_and_results_become_text():
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
     assert messages[2]["content"] == '<tool_call>[{"name": "add", "arguments": {"a": 3, "b": 4}}]</tool_call>'
     assert messages[3]["content"] == "<tool_response>\n7\n</tool_response>"
-    assert call_text([{"name": "f", "arguments": "not json"}]) == '<tool_call>[{"name": "f", "arguments": "not json"}]</tool_call>'
+    assert (call_text([{"name": "f", "arguments": "not json"}])
+            == '<tool_call>[{"name": "f", "arguments": "not json"}]</tool_call>')

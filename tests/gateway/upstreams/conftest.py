@@ -50,7 +50,7 @@ class UpstreamProcess:
                     break
             except OSError:
                 if self._proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"{module} did not start")
+                    raise RuntimeError(f"{module} did not start") from None
                 time.sleep(0.05)
 
     def seen(self) -> list[dict]:

@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -132,16 +132,16 @@ class Fail:
     headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def rate_limited(cls, retry_after: int = 7) -> "Fail":
+    def rate_limited(cls, retry_after: int = 7) -> Fail:
         return cls(429, "rate_limit_error", "Number of request tokens has exceeded your rate limit.",
                    {"retry-after": str(retry_after)})
 
     @classmethod
-    def overloaded(cls) -> "Fail":
+    def overloaded(cls) -> Fail:
         return cls(529, "overloaded_error", "Overloaded")
 
     @classmethod
-    def server_error(cls) -> "Fail":
+    def server_error(cls) -> Fail:
         return cls(500, "api_error", "Internal server error")
 
 
@@ -186,7 +186,7 @@ class Events:
     delay_s: float = 0.0
 
 
-Reply = Union[Answer, Fail, Cut, StreamError, Silent, PingsOnly, Events]
+Reply = Answer | Fail | Cut | StreamError | Silent | PingsOnly | Events
 
 
 @dataclass
@@ -417,7 +417,7 @@ class FakeAnthropic:
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
                                         name="fake-anthropic", daemon=True)
 
-    def script(self, *replies: Reply | Callable[[dict], Reply]) -> "FakeAnthropic":
+    def script(self, *replies: Reply | Callable[[dict], Reply]) -> FakeAnthropic:
         """Queue replies: each request takes the next one."""
         self._plan.extend(replies)
         return self
@@ -427,7 +427,7 @@ class FakeAnthropic:
         self.requests.clear()
         self.default = None
 
-    def __enter__(self) -> "FakeAnthropic":
+    def __enter__(self) -> FakeAnthropic:
         self._thread.start()
         deadline = time.monotonic() + 30
         while not self._server.started:

@@ -41,7 +41,8 @@ def test_consecutive_turns_of_one_role_merge_so_roles_alternate():
 
 
 def test_a_chat_opening_with_the_assistant_gets_a_user_turn_first():
-    body = convert(messages=[{"role": "system", "content": "s"}, {"role": "assistant", "content": "Hello! How can I help?"},
+    body = convert(messages=[{"role": "system", "content": "s"},
+                             {"role": "assistant", "content": "Hello! How can I help?"},
                              {"role": "user", "content": "Weather?"}])
     assert [t["role"] for t in body["messages"]] == ["user", "assistant", "user"]
 
@@ -50,7 +51,8 @@ def test_parallel_tool_calls_and_their_results_round_trip_as_blocks():
     body = convert(messages=[
         {"role": "user", "content": "Weather in Paris and the time?"},
         {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "toolu_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
+            {"id": "toolu_1", "type": "function",
+             "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
             {"id": "toolu_2", "type": "function", "function": {"name": "get_time", "arguments": ""}}]},
         {"role": "tool", "tool_call_id": "toolu_1", "content": "18C"},
         {"role": "tool", "tool_call_id": "toolu_2", "content": [{"type": "text", "text": "12:00"}]},
@@ -72,7 +74,8 @@ def test_parallel_tool_calls_and_their_results_round_trip_as_blocks():
 def test_assistant_text_beside_tool_calls_comes_first():
     body = convert(messages=[{"role": "user", "content": "q"},
                              {"role": "assistant", "content": "Let me check.", "tool_calls": [
-                                 {"id": "t1", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}]},
+                                 {"id": "t1", "type": "function",
+                                  "function": {"name": "get_time", "arguments": "{}"}}]},
                              {"role": "tool", "tool_call_id": "t1", "content": "noon"}], tools=[TIME])
     assert body["messages"][1]["content"] == [{"type": "text", "text": "Let me check."},
                                               {"type": "tool_use", "id": "t1", "name": "get_time", "input": {}}]
@@ -86,7 +89,7 @@ def test_an_empty_tool_list_sends_no_tools(tools):
 
 
 def test_tool_choice_needs_tools():
-    with pytest.raises(ValueError, match="^tool_choice"):
+    with pytest.raises(ValueError, match=r"^tool_choice"):
         convert(tools=[], tool_choice="required")
 
 
@@ -106,7 +109,7 @@ def test_parallel_tool_calls_false_disables_parallel_tool_use():
 
 
 def test_a_tool_choice_naming_an_unknown_function_is_refused():
-    with pytest.raises(ValueError, match="^tool_choice"):
+    with pytest.raises(ValueError, match=r"^tool_choice"):
         convert(tools=[TIME], tool_choice={"type": "function", "function": {"name": "nope"}})
 
 
@@ -167,7 +170,7 @@ def test_bad_messages_are_refused_by_name(messages, field):
 
 
 def test_max_tokens_must_be_positive():
-    with pytest.raises(ValueError, match="^max_tokens"):
+    with pytest.raises(ValueError, match=r"^max_tokens"):
         convert(max_tokens=0)
 
 

@@ -86,7 +86,8 @@ def test_bodies_that_are_not_json_give_the_status_type_and_never_the_body(status
     assert error_type == kind and "canary" not in text and str(status) in text
 
 
-@pytest.mark.parametrize("body", [b"", b"null", b"[1, 2]", b'{"error": "flat string"}', b"\xff\xfe", b'{"type": "error"}'])
+@pytest.mark.parametrize("body", [b"", b"null", b"[1, 2]", b'{"error": "flat string"}', b"\xff\xfe",
+                                  b'{"type": "error"}'])
 def test_odd_bodies_do_not_raise(body):
     kind, text = error_from(503, body)
     assert kind == "api_error" and text

@@ -17,8 +17,9 @@ from tests.gateway.upstreams.fake_anthropic import (API_KEY, Answer, Cut, Fail, 
 
 MODEL = "assistant@api"
 HEADERS = {"x-api-key": API_KEY, "anthropic-version": "2023-06-01"}
-WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
-                                            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
+WEATHER = {"type": "function", "function": {
+    "name": "get_weather", "description": "Weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
 TIME = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}
 # A chat with every part the conversion handles: system + developer, a greeting first, images, a parallel
 # tool round with results, stop, sampling, tool_choice, parallel_tool_calls, user.
@@ -32,8 +33,10 @@ RICH_CHAT = {
         {"role": "user", "content": [{"type": "text", "text": "Weather in Paris and Oslo? This is my view:"},
                                      {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/4AAQ"}}]},
         {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "toolu_p", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}},
-            {"id": "toolu_o", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Oslo"}'}}]},
+            {"id": "toolu_p", "type": "function",
+             "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}},
+            {"id": "toolu_o", "type": "function",
+             "function": {"name": "get_weather", "arguments": '{"city":"Oslo"}'}}]},
         {"role": "tool", "tool_call_id": "toolu_p", "content": "18C"},
         {"role": "tool", "tool_call_id": "toolu_o", "content": "4C"},
         {"role": "user", "content": "And the time?"}]}
@@ -115,7 +118,8 @@ def test_finish_reasons_and_usage_of_the_goldens(fake_anthropic):
     finishes = {}
     for name, make in ANSWERS.items():
         fake_anthropic.script(Answer(make()))
-        completion = from_message(post(fake_anthropic.url, to_messages_request(RICH_CHAT, model="m")).json(), model=MODEL)
+        answer = post(fake_anthropic.url, to_messages_request(RICH_CHAT, model="m")).json()
+        completion = from_message(answer, model=MODEL)
         finishes[name] = completion["choices"][0]["finish_reason"]
         if name == "cached prompt":
             assert completion["usage"]["prompt_tokens"] == 233
@@ -135,7 +139,8 @@ def test_the_tool_round_trip_continues_the_conversation(fake_anthropic):
     fake_anthropic.script(Answer(tool_message(tool_use("get_weather", {"city": "Paris"}), tool_use("get_time", {}))),
                           Answer(text_message("18C at noon.")))
     chat = {"model": "a", "messages": [{"role": "user", "content": "Weather and time?"}], "tools": [WEATHER, TIME]}
-    first = streamed_completion(fake_anthropic.url, to_messages_request(chat | {"stream": True}, model="m"), chat["tools"])
+    first = streamed_completion(fake_anthropic.url, to_messages_request(chat | {"stream": True}, model="m"),
+                                chat["tools"])
     reply = first["choices"][0]["message"]
     history = chat["messages"] + [
         {"role": "assistant", "content": reply["content"], "tool_calls": [

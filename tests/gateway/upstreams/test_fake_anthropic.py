@@ -62,7 +62,8 @@ def test_parallel_tool_use_plain_and_streamed(client, fake_anthropic):
     fake_anthropic.script(Answer(text_message("Paris 18C, Oslo 4C.")))
     results = [{"type": "tool_result", "tool_use_id": b.id, "content": "18C"} for b in plain.content
                if b.type == "tool_use"]
-    follow = client.messages.create(**ASK | {"messages": [ASK["messages"][0], {"role": "assistant", "content": plain.content},
+    follow = client.messages.create(**ASK | {"messages": [ASK["messages"][0],
+                                                          {"role": "assistant", "content": plain.content},
                                                           {"role": "user", "content": results}]}, tools=[WEATHER])
     assert follow.content[0].text == "Paris 18C, Oslo 4C."
 
@@ -82,9 +83,9 @@ def test_errors_in_anthropics_shape(client, fake_anthropic, failure, error):
 
 
 def test_a_wrong_key_is_refused_with_401(fake_anthropic):
-    with anthropic.Anthropic(api_key="sk-ant-wrong", base_url=fake_anthropic.url, max_retries=0) as c:
-        with pytest.raises(anthropic.AuthenticationError) as caught:
-            c.messages.create(**ASK)
+    with (anthropic.Anthropic(api_key="sk-ant-wrong", base_url=fake_anthropic.url, max_retries=0) as c,
+          pytest.raises(anthropic.AuthenticationError) as caught):
+        c.messages.create(**ASK)
     assert caught.value.body["error"] == {"type": "authentication_error", "message": "invalid x-api-key"}
 
 
@@ -123,10 +124,9 @@ def test_a_request_without_max_tokens_is_refused(fake_anthropic):
 
 def test_an_error_event_mid_stream_reaches_the_sdk(client, fake_anthropic):
     fake_anthropic.script(StreamError(text_message("Partial answer"), after=4))
-    with pytest.raises(anthropic.APIStatusError) as caught:
-        with client.messages.stream(**ASK) as stream:
-            for _ in stream:
-                pass
+    with pytest.raises(anthropic.APIStatusError) as caught, client.messages.stream(**ASK) as stream:
+        for _ in stream:
+            pass
     assert "Overloaded" in str(caught.value)
 
 

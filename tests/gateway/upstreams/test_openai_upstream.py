@@ -142,7 +142,7 @@ def test_plain_chat_is_the_upstreams_answer_named_as_the_catalogue_version(gw, f
 def test_streamed_chat_reports_and_bills_the_upstreams_usage(gw):
     server, url, _ = gw
     tenant_id, key = make_tenant(url)
-    status, events, headers = stream(server, key, {"model": "api-chat@plain", "messages": MSG, "max_tokens": 5})
+    status, events, _headers = stream(server, key, {"model": "api-chat@plain", "messages": MSG, "max_tokens": 5})
     assert status == 200 and events[-1] == "[DONE]"
     assert events[0]["choices"][0]["delta"]["role"] == "assistant"
     assert text_of(events) == "tok0 tok1 tok2 tok3 tok4 "
@@ -204,7 +204,7 @@ def test_tools_pass_through_natively_and_come_back_as_tool_calls(gw, fake_openai
     assert choice["finish_reason"] == "tool_calls"
     assert choice["message"]["tool_calls"] == [{"id": "call_fake1", "type": "function", "function": {
         "name": "get_weather", "arguments": '{"city": "Paris"}'}}]
-    status, events, _ = stream(server, key, body)
+    _status, events, _ = stream(server, key, body)
     deltas = [c for e in events[:-1] if isinstance(e, dict) for ch in e.get("choices") or ()
               for c in ch["delta"].get("tool_calls") or ()]
     assert deltas[0] == {"index": 0, "id": "call_fake1", "type": "function",
@@ -244,13 +244,13 @@ def test_without_upstream_usage_the_gateway_counts_and_says_so(gw):
 @pytest.mark.parametrize("version, status, code", [
     ("e429", 429, "upstream_rate_limited"), ("e500", 502, "upstream_error"), ("badkey", 502, "upstream_error")])
 def test_upstream_errors_are_clear_and_unbilled(gw, version, status, code):
-    server, url, captured = gw
+    server, url, _captured = gw
     tenant_id, key = make_tenant(url)
     r = post(server, key, {"model": f"api-chat@{version}", "messages": MSG})
     assert r.status_code == status and r.json()["error"]["code"] == code
     assert int(r.headers["retry-after"]) >= (7 if version == "e429" else 1)
     assert usage_rows(url, tenant_id) == []
-    s, events, _ = stream(server, key, {"model": f"api-chat@{version}", "messages": MSG})
+    s, _events, _ = stream(server, key, {"model": f"api-chat@{version}", "messages": MSG})
     assert s == status  # a stream that fails before its first byte is an HTTP error, not a broken stream
     assert WRONG_KEY not in r.text and UPSTREAM_KEY not in r.text
 
@@ -411,7 +411,7 @@ def test_models_lists_local_and_upstream_models(gw):
 
 def test_economics_lists_upstream_models_at_their_provider_prices(gw):
     server, url, _ = gw
-    tenant_id, key = make_tenant(url)
+    _tenant_id, key = make_tenant(url)
     assert post(server, key, {"model": "api-chat@plain", "messages": MSG, "max_tokens": 4}).status_code == 200
     assert post(server, key, {"model": FP32, "messages": MSG, "max_tokens": 4}).status_code == 200
     report = httpx.get(f"{server.url}/admin/economics", headers={"Authorization": f"Bearer {ADMIN_KEY}"}).json()

@@ -70,7 +70,7 @@ def test_greedy_answers_and_usage_equal_the_upstreams_own(front):
 
 def test_the_tokenizer_estimate_is_the_upstreams_count(front):
     """The version names the upstream model's tokenizer: admission's estimate is its exact prompt count."""
-    server, url, upstream, upstream_key = front
+    _server, _url, upstream, upstream_key = front
     from gateway.upstreams.tokens import counter_for
 
     direct = post(upstream.url, upstream_key, {"model": FP32, "messages": MSG, "max_tokens": 1}).json()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import random
 import time
+from typing import ClassVar
 
 from jinja2 import TemplateError
 from tokenizers import AddedToken, decoders, models, pre_tokenizers
@@ -43,7 +44,7 @@ class FakeTokenizer:
     """Token i < 256 is byte i; 256 is <eos>. Multi-byte characters span several tokens."""
 
     vocab_size = 257
-    eos_token_ids = {EOS}
+    eos_token_ids: ClassVar[set[int]] = {EOS}
 
     @property
     def backend(self) -> BackendTokenizer:

@@ -22,8 +22,8 @@ async def collect(engine, rid, prompt=None, **kw):
     return [o async for o in engine.generate(rid, prompt, **kw)]
 
 
-async def wait_for(predicate, timeout=5.0):
-    deadline = time.monotonic() + timeout
+async def wait_for(predicate, timeout_s=5.0):
+    deadline = time.monotonic() + timeout_s
     while not predicate():
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached")
@@ -45,10 +45,10 @@ async def test_concurrent_streams_concatenate_to_the_offline_result():
     for outs, ref in zip(streams, offline):
         assert outs[-1].finished and all(not o.finished for o in outs[:-1])
         assert "".join(o.outputs[0].text for o in outs) == ref.outputs[0].text
-        assert sum((o.outputs[0].token_ids for o in outs), []) == ref.outputs[0].token_ids
+        assert [t for o in outs for t in o.outputs[0].token_ids] == ref.outputs[0].token_ids
         counts = [o.num_output_tokens for o in outs]  # cumulative, even when deltas were merged
         assert counts == sorted(set(counts)) and counts[-1] == 8
-        assert counts == [len(sum((o.outputs[0].token_ids for o in outs[:i + 1]), [])) for i in range(len(outs))]
+        assert counts == [sum(len(o.outputs[0].token_ids) for o in outs[:i + 1]) for i in range(len(outs))]
         assert outs[-1].outputs[0].finish_reason == "length"
     await wait_for(lambda: no_leaks(engine))
     await engine.stop()
@@ -205,7 +205,7 @@ async def test_a_slow_consumer_gets_merged_deltas_that_still_concatenate():
     # already hold everything when the loop thread outran the consumer).
     assert len(outs) <= 2 and outs[-1].finished and outs[-1].num_output_tokens == 30
     assert "".join(o.outputs[0].text for o in outs) == ref.outputs[0].text
-    assert sum((o.outputs[0].token_ids for o in outs), []) == ref.outputs[0].token_ids
+    assert [t for o in outs for t in o.outputs[0].token_ids] == ref.outputs[0].token_ids
     await engine.stop()
 
 
@@ -270,8 +270,8 @@ async def test_n_completions_stream_per_index_deltas_that_add_up_to_the_offline_
     for ref in offline.outputs:
         deltas = [c for o in outs for c in o.outputs if c.index == ref.index]
         assert "".join(c.text for c in deltas) == ref.text
-        assert sum((c.token_ids for c in deltas), []) == ref.token_ids
-        assert sum((c.logprobs for c in deltas), []) == ref.logprobs
+        assert [t for c in deltas for t in c.token_ids] == ref.token_ids
+        assert [lp for c in deltas for lp in c.logprobs] == ref.logprobs
         assert [c.finish_reason for c in deltas if c.finish_reason] == [ref.finish_reason]  # once, at its end
         assert deltas[-1].finish_reason and deltas[-1].cumulative_logprob == pytest.approx(ref.cumulative_logprob)
     counts = [o.num_output_tokens for o in outs]  # cumulative, summed over the completions

@@ -66,7 +66,7 @@ def test_full_blocks_are_shared_by_chained_hash_with_ref_counts():
     bm = BlockManager(16, BS)
     a = make_seq(list(range(13)), "a")
     compute(bm, a, 13)
-    b = make_seq(list(range(12)) + [77, 78], "b")
+    b = make_seq([*range(12), 77, 78], "b")
     cached = bm.find_cached_prefix(b)
     assert cached == a.block_table[:3]
     compute(bm, b, b.num_tokens - 3 * BS, cached)
@@ -129,7 +129,7 @@ def test_revived_cached_blocks_count_against_the_free_pool():
     a = make_seq(range(9), "a")
     compute(bm, a, 9)
     bm.free(a)
-    b = make_seq(list(range(8)) + [1, 2, 3, 4, 5], "b")
+    b = make_seq([*range(8), 1, 2, 3, 4, 5], "b")
     cached = bm.find_cached_prefix(b)
     assert len(cached) == 2
     # 2 revived + 2 fresh = 4 > 3 blocks: refused without touching anything.
@@ -155,7 +155,7 @@ def test_blocks_filled_by_decoding_are_published_too():
         a.token_ids.append(t)
         compute(bm, a, 1)
     assert bm.num_cached_blocks == 2  # tokens 0..7 are computed: two full blocks
-    b = make_seq(a.token_ids + [7], "b")
+    b = make_seq([*a.token_ids, 7], "b")
     assert bm.find_cached_prefix(b) == a.block_table[:2]
 
 
@@ -214,8 +214,8 @@ def test_salted_blocks_published_by_decoding_stay_in_the_salted_chain():
     for t in (90, 91, 92, 93, 94):
         a.token_ids.append(t)
         compute(bm, a, 1)
-    assert bm.find_cached_prefix(salted_seq(a.token_ids + [7], "b", "s")) == a.block_table[:2]
-    assert bm.find_cached_prefix(salted_seq(a.token_ids + [7], "c", "other")) == []
+    assert bm.find_cached_prefix(salted_seq([*a.token_ids, 7], "b", "s")) == a.block_table[:2]
+    assert bm.find_cached_prefix(salted_seq([*a.token_ids, 7], "c", "other")) == []
 
 
 # ---- fork and copy-on-write (n > 1) ---------------------------------------------------------
@@ -308,7 +308,7 @@ def test_children_publish_their_own_full_blocks_and_reuse_the_prompts():
     for t in (50, 51):
         decode(bm, child, t)  # the child fills its copy of block 1
     assert bm.num_cached_blocks == 2
-    probe = make_seq(child.token_ids + [7], "probe")
+    probe = make_seq([*child.token_ids, 7], "probe")
     assert bm.find_cached_prefix(probe) == child.block_table[:2]
     bm.free(parent)
     bm.free(child)

@@ -46,7 +46,7 @@ def test_flush_emits_a_dangling_incomplete_character_at_the_end():
 
 def test_special_tokens_are_skipped():
     d = IncrementalDetokenizer(TOK, [])
-    feed(d, TOK.encode("ab") + [EOS])
+    feed(d, [*TOK.encode("ab"), EOS])
     assert d.text == "ab"
 
 
@@ -119,5 +119,5 @@ def test_stop_strings_are_not_looked_for_within_min_tokens():
 
 def test_special_tokens_shown_when_not_skipped():
     d = IncrementalDetokenizer(TOK, [], skip_special_tokens=False)
-    feed(d, TOK.encode("hi") + [EOS])
+    feed(d, [*TOK.encode("hi"), EOS])
     assert d.text == "hi<eos>"

@@ -26,7 +26,7 @@ def test_a_bad_salt_is_refused(salt):
 
 def test_a_shared_system_prompt_is_public_for_chats_that_start_with_it():
     p = processor([SYSTEM, "plain head"])
-    chat = p.make_sequence("c", messages=SYSTEM + [{"role": "user", "content": "hi"}], cache_salt="s")
+    chat = p.make_sequence("c", messages=[*SYSTEM, {"role": "user", "content": "hi"}], cache_salt="s")
     assert chat.num_public_tokens == len(FakeTokenizer().apply_chat_template(SYSTEM, add_generation_prompt=False))
     assert chat.salt_block == chat.num_public_tokens // 4
     other = p.make_sequence("o", messages=[{"role": "system", "content": "Another."},

@@ -55,7 +55,7 @@ def test_bad_requests_raise_naming_the_field_and_others_keep_going(kwargs, field
 
 def test_prompt_larger_than_the_whole_kv_cache_is_refused():
     eng = engine(num_kv_blocks=4)  # 16 tokens in all
-    with pytest.raises(ValueError, match="prompt.*KV cache"):
+    with pytest.raises(ValueError, match=r"prompt.*KV cache"):
         eng.add_request("big", "x" * 17, params=GREEDY)
     eng.add_request("fits", "x" * 16, params=SamplingParams(max_tokens=50, temperature=0))
     out = drain(eng)["fits"]
@@ -185,7 +185,7 @@ def _cached_tokens(eng, rid, salt, messages):
 
 def test_salted_requests_share_only_the_declared_public_prefix():
     system = [{"role": "system", "content": "You answer briefly and politely, always."}]
-    convo = system + [{"role": "user", "content": "What is the tallest mountain on Earth?"}]
+    convo = [*system, {"role": "user", "content": "What is the tallest mountain on Earth?"}]
     eng = engine(shared_prefixes=[system])
     public = len(eng.input_processor.public_prefixes[0]) // 4 * 4  # whole public blocks
     assert public > 0
@@ -303,7 +303,7 @@ def test_a_parent_yet_to_fork_holds_batch_slots_for_all_its_completions():
     finals = finals_of(eng, [("n3", PROMPT, SamplingParams(n=3, max_tokens=5, temperature=0)),
                              *((f"s{i}", f"short {i}", SamplingParams(max_tokens=5, temperature=0)) for i in range(3))])
     assert max(eng.runner.batch_seqs) <= 4 and len(finals) == 4
-    with pytest.raises(ValueError, match="n .* max_num_seqs"):
+    with pytest.raises(ValueError, match=r"n .* max_num_seqs"):
         eng.add_request("too-many", "x", params=SamplingParams(n=5))
 
 

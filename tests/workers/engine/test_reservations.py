@@ -155,7 +155,7 @@ def test_rate_is_honoured_under_a_flood_and_the_rest_is_best_effort():
 
 
 def test_without_a_reservation_the_same_tenant_gets_a_fair_share_only():
-    tokens, covered, flood = serve(0.0)
+    tokens, covered, _flood = serve(0.0)
     assert covered == 0
     assert tokens < 0.7 * 20.0  # a seventh of 80 tokens/s: fair share alone does not give it 20
 

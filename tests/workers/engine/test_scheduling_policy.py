@@ -2,7 +2,7 @@
 admitted and who is preempted; one tenant at one priority is scheduled exactly as FCFS."""
 import pytest
 
-from tests.workers.engine.fakes import FakeRunner, fake_config
+from tests.workers.engine.fakes import fake_config
 from tests.workers.engine.test_scheduler import make, run, seq
 from workers.engine.scheduling_policy import make_policy
 from workers.schedule_params import ScheduleParams
@@ -135,7 +135,7 @@ def test_background_sequences_sit_out_every_step_with_other_work(policy):
 
 
 def test_a_waiting_background_sequence_is_not_admitted_past_the_foreground_even_first_in_line():
-    sched, runner = make(fake_config(scheduling_policy="fcfs"))
+    sched, _runner = make(fake_config(scheduling_policy="fcfs"))
     sched.add(tenant_seq("bg", "batch", max_tokens=2, priority=BG))
     sched.add(tenant_seq("fg", "user", max_tokens=2))
     assert ids(sched.schedule()) == ["fg"]

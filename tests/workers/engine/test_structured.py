@@ -99,7 +99,7 @@ def test_max_tokens_cuts_the_value_with_length():
 ])
 def test_a_spec_that_does_not_compile_is_refused_at_submission(structured):
     eng = engine()
-    with pytest.raises(ValueError, match="^structured: invalid"):
+    with pytest.raises(ValueError, match=r"^structured: invalid"):
         eng.add_request("bad", "x", params=SamplingParams(structured=structured))
     assert not eng.has_unfinished_requests()
     eng.add_request("bad", "x", params=SamplingParams(max_tokens=50, temperature=0, structured=STRUCTURED))

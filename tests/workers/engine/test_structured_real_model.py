@@ -61,7 +61,8 @@ def test_every_schema_and_json_object_parse_and_validate(real_llm, mode):
     specs["regex"] = ("Give a phone number.", StructuredOutput("regex", r"[0-9]{3}-[0-9]{4}"))
     specs["grammar"] = ("Is the sky blue?", StructuredOutput("grammar", 'start: "yes" | "no"'))
     outputs = real_llm.chat([_chat(q) for q, _ in specs.values()],
-                            [SamplingParams(max_tokens=96, structured=spec, **MODES[mode]) for _, spec in specs.values()])
+                            [SamplingParams(max_tokens=96, structured=spec, **MODES[mode])
+                             for _, spec in specs.values()])
     grammars = real_llm.engine.input_processor.grammars
     for (name, (_, spec)), out in zip(specs.items(), outputs):
         c = out.outputs[0]
@@ -106,6 +107,6 @@ def test_a_plain_request_beside_structured_ones_is_token_identical(real_llm):
 
 def test_an_invalid_schema_names_the_field_and_queues_nothing(real_llm):
     bad = SamplingParams(structured=StructuredOutput("json_schema", {"type": "object", "required": 3}))
-    with pytest.raises(ValueError, match="^structured: invalid json_schema"):
+    with pytest.raises(ValueError, match=r"^structured: invalid json_schema"):
         real_llm.chat(_chat("x"), bad)
     assert not real_llm.engine.has_unfinished_requests()

@@ -84,7 +84,7 @@ def test_rotary_store_kv_refuses_slots_outside_the_cache():
 
 
 def _decode_reference(q, k_cache, v_cache, tables, lens):
-    kv_heads, _, block_size, head_dim = k_cache.shape
+    kv_heads, _, _block_size, head_dim = k_cache.shape
     group = q.shape[1] // kv_heads
     out = []
     for i, (table, n) in enumerate(zip(tables.tolist(), lens.tolist())):

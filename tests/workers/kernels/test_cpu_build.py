@@ -29,7 +29,7 @@ def test_compile_errors_are_reported_and_leave_nothing_behind(tmp_path, monkeypa
     broken = tmp_path / "broken.c"
     broken.write_text("this is not C;\n")
     monkeypatch.setattr(cpu_build, "SOURCES", (broken,))
-    with pytest.raises(cpu_build.KernelBuildError, match="broken.c"):
+    with pytest.raises(cpu_build.KernelBuildError, match=r"broken.c"):
         cpu_build.build()
     assert list((tmp_path / "cache").iterdir()) == []
 

@@ -46,7 +46,8 @@ def test_logits_match_transformers(tiny_folder):
     cfg = model.config
     cache = torch.zeros(cfg.num_layers, cfg.num_kv_heads, 8, 16, cfg.head_dim)
     v_cache = torch.zeros_like(cache)
-    meta = AttentionMetadata(slot_mapping=torch.arange(n), prefills=[PrefillChunk(0, n, n, torch.arange((n + 15) // 16), None)])
+    meta = AttentionMetadata(slot_mapping=torch.arange(n),
+                             prefills=[PrefillChunk(0, n, n, torch.arange((n + 15) // 16), None)])
     with torch.inference_mode():
         got = model(torch.tensor(ids), torch.arange(n), cache, v_cache, meta, torch.arange(n))
         want = hf(torch.tensor([ids])).logits[0]

@@ -2,6 +2,7 @@ import pytest
 
 from workers.model.gguf_loader import read_gguf
 from workers.model.tokenizer import Tokenizer
+import itertools
 
 TEXTS = [
     "Hello, world!",
@@ -100,5 +101,5 @@ def test_a_long_text_encodes_the_same_without_holding_the_gil(tokenizer):
     done.set()
     ticker.join()
     assert ids == tokenizer.backend.encode(text, add_special_tokens=False).ids
-    gaps = [b - a for a, b in zip(ticks, ticks[1:]) if a >= started]
+    gaps = [b - a for a, b in itertools.pairwise(ticks) if a >= started]
     assert gaps and max(gaps) < max(0.25, elapsed / 2), (max(gaps), elapsed)  # the other thread kept running

@@ -70,10 +70,10 @@ async def test_version_server_streams_n_completions_with_logprobs(monkeypatch):
         assert all(c["finish_reason"] is None for c in chunks[:-1])
         for index in (0, 1):
             parts = [e for c in chunks for e in c["completions"] if e["index"] == index]
-            tokens = sum((e["token_ids"] for e in parts), [])
+            tokens = [t for e in parts for t in e["token_ids"]]
             assert len(tokens) == 4 and [lp["token_id"] for e in parts for lp in e["logprobs"]] == tokens
         assert chunks[-1]["completion_tokens"] == 8 and chunks[-1]["prompt_tokens"] == 11
-        assert sum((c["token_ids"] for c in chunks), []) == \
-            sum((e["token_ids"] for c in chunks for e in c["completions"] if e["index"] == 0), [])
+        assert [t for c in chunks for t in c["token_ids"]] == \
+            [t for c in chunks for e in c["completions"] if e["index"] == 0 for t in e["token_ids"]]
     finally:
         await server._engine.stop()

@@ -214,7 +214,7 @@ async def test_gateway_end_to_end_on_the_pool(backend, catalogue, tmp_path):
             await asyncio.sleep(0.5)
         assert engine_sample(text, "tollgate:generation_tokens_total", model_name=BF16) >= 6, text[-3000:]
         assert engine_sample(text, "tollgate:time_to_first_token_seconds_count", model_name=BF16) >= 2
-        assert 'tollgate:kv_blocks_total{model_name="%s",replica="' % BF16 in text
+        assert f'tollgate:kv_blocks_total{{model_name="{BF16}",replica="' in text
 
 
 def engine_sample(text: str, name: str, **labels) -> float | None:

@@ -64,7 +64,7 @@ def test_openai_response_format():
     assert StructuredOutput.from_response_format({"type": "json_object"}) == StructuredOutput("json_object")
     rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": SCHEMA, "strict": True}}
     assert StructuredOutput.from_response_format(rf) == StructuredOutput("json_schema", SCHEMA)
-    with pytest.raises(ValueError, match="response_format.json_schema.schema"):
+    with pytest.raises(ValueError, match=r"response_format.json_schema.schema"):
         StructuredOutput.from_response_format({"type": "json_schema", "json_schema": {"name": "x"}})
-    with pytest.raises(ValueError, match="response_format.type"):
+    with pytest.raises(ValueError, match=r"response_format.type"):
         StructuredOutput.from_response_format({"type": "yaml"})

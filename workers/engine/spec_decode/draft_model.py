@@ -30,6 +30,7 @@ from workers.speculative_config import SpeculativeConfig
 if TYPE_CHECKING:
     from workers.config import EngineConfig
     from workers.engine.model_runner import ModelRunner
+    from workers.model.llama import LlamaEarlyExit, LlamaForCausalLM
 
 
 class DraftModel:
@@ -69,13 +70,14 @@ class DraftModel:
         if model.max_context_len < runner.max_model_len:
             raise ValueError(f"speculative: the draft's context ({model.max_context_len}) is shorter than "
                              f"max_model_len ({runner.max_model_len})")
+        draft: LlamaForCausalLM | LlamaEarlyExit = model
         if spec.num_layers is not None:
-            model = model.early_exit(spec.num_layers)
+            draft = model.early_exit(spec.num_layers)
         # [draft layers, KVH, blocks, block_size, head_dim]: the target's block ids address it too.
         shape = (spec.num_layers or cfg.num_layers, cfg.num_kv_heads, runner.num_kv_blocks, runner.block_size,
                  cfg.head_dim)
-        k = torch.zeros(shape, dtype=model.dtype, device=runner.device)
-        return cls(model, k, torch.zeros_like(k), runner, shares_kv=False)
+        k = torch.zeros(shape, dtype=draft.dtype, device=runner.device)
+        return cls(draft, k, torch.zeros_like(k), runner, shares_kv=False)
 
     def release(self, request_id: str) -> None:
         for key in [k for k in self._computed if k[0] == request_id]:
@@ -121,7 +123,8 @@ class DraftModel:
             if self._computed.get(s.seq.key, 0) > s.start:
                 self._computed[s.seq.key] = 0
 
-    def _next_tokens(self, compute: list[ComputeRow], rows: list[ScheduledSequence]) -> tuple[list[int], list[torch.Tensor | None]]:
+    def _next_tokens(self, compute: list[ComputeRow],
+                     rows: list[ScheduledSequence]) -> tuple[list[int], list[torch.Tensor | None]]:
         """One draft forward pass; each row's next draft token, and for sampled rows the q it was drawn from."""
         batch = self.runner.prepare_rows(compute)
         logits = self.model(batch.input_ids, batch.positions, self.k_cache, self.v_cache, batch.meta,

@@ -40,20 +40,23 @@ class Verifier:
                 got = fn(blocks, drafts, num_drafts, rows, group, draft_probs)
                 for r, a, t in zip(group, *(x.tolist() for x in got)):
                     accepted[r], final[r] = a, t
-        tokens = [s.draft_token_ids[:a] + [t] for s, a, t in zip(rows, accepted, final)]
+        tokens = [[*s.draft_token_ids[:a], t] for s, a, t in zip(rows, accepted, final)]
         return tokens, self._logprobs(blocks, rows, tokens)
 
     @staticmethod
-    def _greedy(blocks, drafts, num_drafts, rows, group, draft_probs):
+    def _greedy(blocks: torch.Tensor, drafts: torch.Tensor, num_drafts: torch.Tensor, rows: list[ScheduledSequence],
+                group: list[int], draft_probs: list[torch.Tensor | None]) -> tuple[torch.Tensor, torch.Tensor]:
         index = torch.tensor(group, device=blocks.device)
         return greedy_verify(blocks[index], drafts[index], num_drafts[index])
 
-    def _sample(self, blocks, drafts, num_drafts, rows, group, draft_probs):
+    def _sample(self, blocks: torch.Tensor, drafts: torch.Tensor, num_drafts: torch.Tensor,
+                rows: list[ScheduledSequence], group: list[int],
+                draft_probs: list[torch.Tensor | None]) -> tuple[torch.Tensor, torch.Tensor]:
         index = torch.tensor(group, device=blocks.device)
         n, positions, vocab = len(group), blocks.shape[1], blocks.shape[2]
         params = [rows[r].seq.params for r in group]
 
-        def column(values: list, dtype: torch.dtype) -> torch.Tensor:  # one value per position of each row
+        def column(values: list[float], dtype: torch.dtype) -> torch.Tensor:  # one value per position of each row
             return torch.tensor(values, dtype=dtype, device=blocks.device).repeat_interleave(positions)
 
         probs = filtered_probs(
@@ -67,11 +70,11 @@ class Verifier:
         if any(draft_probs[r] is not None for r in group):
             q = torch.zeros((n, positions - 1, vocab), dtype=probs.dtype, device=probs.device)
             for j, r in enumerate(group):
-                k = rows[r].num_draft_tokens
-                if draft_probs[r] is None:  # deterministic: one-hot at the draft
+                k, given = rows[r].num_draft_tokens, draft_probs[r]
+                if given is None:  # deterministic: one-hot at the draft
                     q[j, :k].scatter_(1, drafts[r, :k].unsqueeze(1), 1.0)
                 else:
-                    q[j, :k] = draft_probs[r]
+                    q[j, :k] = given
         uniforms = torch.stack([torch.rand(positions, generator=self.sampler.generator(rows[r].seq),
                                            device=blocks.device) for r in group])
         return rejection_sample(probs, drafts[index], num_drafts[index], q, uniforms)

@@ -105,7 +105,7 @@ def paged_prefill_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: tor
     # At least 16 rows (the smallest dot tile); up to 64 on a GPU (register pressure of a [64, D] float32
     # accumulator), more under the interpreter (fewer, larger programs).
     rows = INTERPRETED_MAX_ROWS if interp else 64
-    block_q = max(max(1, 16 // group_pad), min(common.next_power_of_2(max_query_len), max(1, rows // group_pad)))
+    block_q = max(1, 16 // group_pad, min(common.next_power_of_2(max_query_len), max(1, rows // group_pad)))
     block_d = max(16, common.next_power_of_2(head_dim))
     if interp:
         block_n = min(INTERPRETED_MAX_BLOCK_N, max(16, common.next_power_of_2(max_blocks * block_size)))

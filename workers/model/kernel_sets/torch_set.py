@@ -41,7 +41,8 @@ class TorchKernels:
         max_blocks = tables.shape[1]
         heads = torch.arange(kv_heads, device=device).unsqueeze(1) * num_blocks
         meta.decode_gather = (heads + tables.view(1, -1)).view(-1)
-        visible = torch.arange(max_blocks * block_size, device=device).unsqueeze(0) < meta.decode_context_lens.unsqueeze(1)
+        positions = torch.arange(max_blocks * block_size, device=device)
+        visible = positions.unsqueeze(0) < meta.decode_context_lens.unsqueeze(1)
         bias = torch.zeros(visible.shape, dtype=k_cache.dtype, device=device).masked_fill_(~visible, float("-inf"))
         # [KVH * n, 1, L], the batch order of the attention's baddbmm; broadcasts over the query group.
         meta.decode_bias = bias.repeat(kv_heads, 1).unsqueeze(1)

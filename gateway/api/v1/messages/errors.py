@@ -45,7 +45,7 @@ async def anthropic_error(request: Request, exc: Exception) -> JSONResponse:
         except Exception:  # a handler that re-raises (a bad SQL statement): a server error, as anywhere
             handler = None
     if handler is None:
-        log.exception("request failed", exc_info=exc)
+        log.error("request failed", exc_info=exc)
         return JSONResponse(error_body(500, "Internal server error."), status_code=500)
     try:
         message = json.loads(response.body)["error"]["message"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
@@ -96,7 +96,7 @@ class Blocks:
         if not self.open:
             out += self._start({"type": "text", "text": ""})
             self.open = True
-        return out + [event("content_block_delta", index=self.index, delta={"type": "text_delta", "text": text})]
+        return [*out, event("content_block_delta", index=self.index, delta={"type": "text_delta", "text": text})]
 
     def _call(self, call: ParsedCall) -> list[str]:
         self.called = True
@@ -104,7 +104,7 @@ class Blocks:
         out = self._close() + self._start({"type": "tool_use", "id": block.id, "name": block.name, "input": {}})
         out.append(event("content_block_delta", index=self.index,
                          delta={"type": "input_json_delta", "partial_json": json.dumps(block.input)}))
-        return out + [event("content_block_stop", index=self.index)]
+        return [*out, event("content_block_stop", index=self.index)]
 
 
 def _ending(fmt: MessagesFormat, blocks: Blocks, choice: Choice) -> list[str]:
@@ -115,7 +115,7 @@ def _ending(fmt: MessagesFormat, blocks: Blocks, choice: Choice) -> list[str]:
                   usage=usage), event("message_stop")]
 
 
-async def messages_sse(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk,
+async def messages_sse(run: Run, stream: AsyncGenerator[GenerationChunk, None], first: GenerationChunk,
                        fmt: MessagesFormat, keep: Keep | None = None) -> AsyncIterator[str]:
     status, error = "aborted", None  # "aborted" until the stream reaches an end of its own
     choices, blocks = Choices(), Blocks(fmt.names)
@@ -140,8 +140,8 @@ async def messages_sse(run: Run, stream: AsyncIterator[GenerationChunk], first: 
         if error is not None:
             yield error_event(error)
             return
-        for e in blocks.finish(choices.first().tool_calls) + _ending(fmt, blocks, choices.first()):
-            yield e
+        for ending in blocks.finish(choices.first().tool_calls) + _ending(fmt, blocks, choices.first()):
+            yield ending
     finally:
         # Runs on a normal end, and when the client leaves (the task is cancelled): abort the
         # generation so the engine frees its blocks, then bill what was generated so far.

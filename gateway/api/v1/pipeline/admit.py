@@ -97,7 +97,7 @@ async def admit(svc: Services, principal, request_id: str, job: Job, *, pin: str
         run.prompt_tokens = counted if counted is not None else await count_prompt(svc, chosen.counting, job)
         run.max_tokens = max_tokens(job, run.prompt_tokens, chosen.max_model_len, default_tokens(svc, principal))
         run.clamped = clamped
-        if clamped is not None or job.max_tokens is None and principal.default_max_tokens is not None:
+        if clamped is not None or (job.max_tokens is None and principal.default_max_tokens is not None):
             run.plan_max_tokens = run.max_tokens  # the tenant's plan set the limit, not the body
         # Hold only the real worst case from here on: concurrent requests of the tenant see the true room.
         await svc.limiter.shrink(run.reservation, run.prompt_tokens + run.max_tokens * job.generated)

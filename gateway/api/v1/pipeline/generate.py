@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import anyio
 
@@ -70,7 +70,7 @@ def _bad_parameters(run: Run, message: str) -> APIError:
     return invalid_request(message)
 
 
-async def open_generation(run: Run) -> tuple[AsyncIterator[GenerationChunk], GenerationChunk]:
+async def open_generation(run: Run) -> tuple[AsyncGenerator[GenerationChunk, None], GenerationChunk]:
     """The stream and its first chunk. A version that is down or full is skipped (fallbacks); the client's
     error otherwise: 400 bad parameters, 429 its queue is full, 502 failed, 503 no capacity, 504 timeout."""
     svc, refusal = run.svc, None

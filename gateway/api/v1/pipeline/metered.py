@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from gateway.api.v1.pipeline.choices import Choices
 from gateway.api.v1.pipeline.generate import gateway_timeout, generation_failed
@@ -27,8 +27,8 @@ def quota_ran_out() -> APIError:
                     type="insufficient_quota", code="insufficient_quota")
 
 
-async def sendable_deltas(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk,
-                          choices: Choices, guard: OutputGuard | None) -> AsyncIterator[list[CompletionDelta]]:
+async def sendable_deltas(run: Run, stream: AsyncGenerator[GenerationChunk, None], first: GenerationChunk,
+                          choices: Choices, guard: OutputGuard | None) -> AsyncGenerator[list[CompletionDelta], None]:
     """Each chunk's deltas as they may be sent: metered against the month's budget (BudgetRanOut past it),
     observed for billing, merged into `choices`, held back or redacted by the output guard. Ends after the chunk
     that finishes every completion; GenerationFailed when the stream ends without one, TimeoutError past the

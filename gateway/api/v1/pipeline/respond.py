@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from typing import Protocol
 from urllib.parse import quote
@@ -53,7 +53,7 @@ Keep = Callable[[Run, str, str | None, list[int]], None]
 # Responses API): given the run, the open generation, its first chunk, the format and `keep`, it yields SSE
 # text, and must meter and finish the run as `_sse` does (within_budget, observe, finish_durably, and
 # finish in a `finally` that also closes the generation).
-StreamBody = Callable[[Run, AsyncIterator[GenerationChunk], GenerationChunk, Format, Keep | None],
+StreamBody = Callable[[Run, AsyncGenerator[GenerationChunk, None], GenerationChunk, Format, Keep | None],
                       AsyncIterator[str]]
 
 
@@ -144,7 +144,7 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
-async def _collect(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk, fmt: Format,
+async def _collect(run: Run, stream: AsyncGenerator[GenerationChunk, None], first: GenerationChunk, fmt: Format,
                    keep: Keep | None):
     choices, status = Choices(), "error"
     choices.add(first)
@@ -183,7 +183,7 @@ async def _collect(run: Run, stream: AsyncIterator[GenerationChunk], first: Gene
     return JSONResponse(fmt.complete(answer).model_dump(mode="json", exclude_none=False), headers=headers(run))
 
 
-async def _sse(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk, fmt: Format,
+async def _sse(run: Run, stream: AsyncGenerator[GenerationChunk, None], first: GenerationChunk, fmt: Format,
                keep: Keep | None):
     status, error = "aborted", None  # "aborted" until the stream reaches an end of its own
     choices = Choices()

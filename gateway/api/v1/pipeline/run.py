@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import anyio
@@ -27,7 +28,7 @@ class Run:
 
     def __init__(self, services: Services, principal, request_id: str, *, endpoint: str, model: str,
                  reservation: Reservation, started: float, job: Job | None = None,
-                 candidates: list[str] = (), pinned: bool = False, kind: str = "interactive",
+                 candidates: Sequence[str] = (), pinned: bool = False, kind: str = "interactive",
                  rule: str | None = None) -> None:
         self.svc, self.principal, self.request_id = services, principal, request_id
         self.kind = kind  # "interactive" | "batch": how the ledger row is costed
@@ -154,7 +155,8 @@ class Run:
                     key_id=self.principal.key_id, endpoint=self.endpoint, model=model,
                     version=self.version, prompt_tokens=self.prompt_tokens,
                     completion_tokens=self.completion_tokens, cached_tokens=self.cached_tokens,
-                    reserved_tokens=self.reserved_tokens, cache_hit=self.cache_hit, latency_ms=round(latency_s * 1000, 3),
+                    reserved_tokens=self.reserved_tokens, cache_hit=self.cache_hit,
+                    latency_ms=round(latency_s * 1000, 3),
                     engine_ms=None if self.engine_ms is None else round(self.engine_ms, 3),
                     ttft_ms=None if self.ttft_s is None else round(self.ttft_s * 1000, 3),
                     status=status, created_at=datetime.now(UTC), kind=self.kind,

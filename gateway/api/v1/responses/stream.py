@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any
 
@@ -44,7 +44,7 @@ class Events:
         return f"event: {type_}\ndata: {json.dumps(body)}\n\n"
 
 
-async def responses_sse(run: Run, stream: AsyncIterator[GenerationChunk], first: GenerationChunk,
+async def responses_sse(run: Run, stream: AsyncGenerator[GenerationChunk, None], first: GenerationChunk,
                         fmt: ResponsesFormat, keep: Keep | None = None) -> AsyncIterator[str]:
     status, error = "aborted", None  # "aborted" until the stream reaches an end of its own
     choices, event = Choices(), Events()

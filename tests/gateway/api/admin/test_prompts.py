@@ -1,6 +1,5 @@
 """Admin prompts API: create, versions, labels (one version or weights), rollback, their errors, and an
 audit row for every change."""
-import pytest
 
 from tests.gateway.data_fixtures import ADMIN, assert_openai_error
 

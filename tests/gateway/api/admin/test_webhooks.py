@@ -30,8 +30,8 @@ async def test_create_list_read_never_show_the_secret(admin_http):
     listed = (await admin_http.get("/admin/webhooks", headers=ADMIN)).json()
     one = (await admin_http.get(f"/admin/webhooks/{made['id']}", headers=ADMIN)).json()
     assert [w["id"] for w in listed["data"]] == [made["id"]] and one == made
-    for text in (json.dumps(made), json.dumps(listed), json.dumps(one)):
-        assert SECRET not in text and "secret\"" not in text.replace("secret_hint\"", "")
+    for shown in (json.dumps(made), json.dumps(listed), json.dumps(one)):
+        assert SECRET not in shown and "secret\"" not in shown.replace("secret_hint\"", "")
 
 
 async def test_the_stored_row_holds_the_secret_sealed_never_in_plaintext(admin_http, data_services):

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from openai import OpenAI
 
-from tests.gateway.support import ADMIN_KEY, FP32, METRICS, make_tenant, usage_rows, wait_usage_rows
+from tests.gateway.support import ADMIN_KEY, FP32, METRICS, make_tenant, wait_usage_rows
 
 pytestmark = pytest.mark.model
 
@@ -47,16 +47,15 @@ def test_rpm_gives_429_with_retry_after(real_gateway):
 
 def _disconnect_mid_stream(server_url: str, key: str, after_events: int = 4) -> str:
     """Read a few events of a long stream, then drop the connection; returns our request id."""
-    with httpx.Client(timeout=60) as client:
-        with client.stream("POST", f"{server_url}/v1/completions", json=LONG,
-                           headers={"Authorization": f"Bearer {key}"}) as resp:
-            assert resp.status_code == 200
-            rid, seen = resp.headers["x-request-id"], 0
-            for line in resp.iter_lines():
-                if line.startswith("data: "):
-                    seen += 1
-                    if seen >= after_events:
-                        break
+    with httpx.Client(timeout=60) as client, client.stream("POST", f"{server_url}/v1/completions", json=LONG,
+                       headers={"Authorization": f"Bearer {key}"}) as resp:
+        assert resp.status_code == 200
+        rid, seen = resp.headers["x-request-id"], 0
+        for line in resp.iter_lines():
+            if line.startswith("data: "):
+                seen += 1
+                if seen >= after_events:
+                    break
     return rid
 
 
@@ -115,7 +114,7 @@ def test_bill_reconciles_with_client_usage(real_gateway):
 async def test_budget_holds_under_200_concurrent_requests(real_gateway):
     server, settings = real_gateway
     url = settings.resolved_database_url
-    probe_tenant, probe_key = make_tenant(url)
+    _probe_tenant, probe_key = make_tenant(url)
     body = {"model": "smollm2-135m-instruct", "messages": MSG, "max_tokens": 4}
     async with httpx.AsyncClient(base_url=server.url, timeout=120,
                                  limits=httpx.Limits(max_connections=200)) as http:

@@ -18,7 +18,7 @@ def tenant(real_gateway):
 
 
 def test_completion_plain_and_streamed(tenant, real_gateway):
-    tenant_id, client = tenant
+    _tenant_id, client = tenant
     resp = client.completions.create(model="smollm2-135m-instruct", prompt="The sky is", max_tokens=4,
                                      temperature=0)
     assert resp.object == "text_completion" and resp.model == FP32

@@ -83,7 +83,8 @@ def test_bad_completion_bodies(caller):
     base = {"model": "smollm2-135m-instruct", "prompt": "hi", "max_tokens": 2}
     assert _error(client.post("/v1/completions", json={**base, "prompt": ["a", "b"]}), 400)["param"] == "prompt"
     assert _error(client.post("/v1/completions", json={**base, "echo": True}), 400)["param"] == "echo"
-    assert _error(client.post("/v1/completions", json={**base, "best_of": 3, "stream": True}), 400)["param"] == "best_of"
+    r = client.post("/v1/completions", json={**base, "best_of": 3, "stream": True})
+    assert _error(r, 400)["param"] == "best_of"
     assert _error(client.post("/v1/completions", json={**base, "best_of": 1, "n": 2}), 400)["param"] == "best_of"
     assert _error(client.post("/v1/completions", json={**base, "logprobs": 21}), 400)["param"] == "logprobs"
 
@@ -148,7 +149,7 @@ def test_auth_failures_are_401(real_gateway):
     tenant_id, key = make_tenant(url)
     db = Database(url)
     with db.session() as s:
-        expired_row, expired = create_key(s, tenant_id=tenant_id, expires_at=datetime.now(UTC) - timedelta(seconds=1))
+        _expired_row, expired = create_key(s, tenant_id=tenant_id, expires_at=datetime.now(UTC) - timedelta(seconds=1))
         revoked_row, revoked = create_key(s, tenant_id=tenant_id)
         revoke_key(s, key=get_key(s, key_id=revoked_row.id))
     db.dispose()

@@ -172,7 +172,7 @@ async def test_an_input_block_is_a_400_naming_the_rule_and_nothing_is_billed(db)
         assert gw.backend.received == []
         assert (await chat(gw, key, "hello")).status_code == 200  # the tenant's next request is fine
         assert [row.status for row in wait_usage_rows(gw.url, tenant_id, 1)] == ["ok"]
-        time.sleep(0.3)
+        await asyncio.sleep(0.3)
         assert len(usage_rows(gw.url, tenant_id)) == 1
 
 
@@ -365,5 +365,6 @@ async def test_a_responses_stream_blocked_by_an_output_rule_fails_with_its_code(
                                json={"model": MODEL, "input": "tell me", "stream": True})
         last = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ")][-1]
         assert last["type"] == "response.failed"
-        assert last["response"]["error"]["code"] == "content_blocked" and "no-codes" in last["response"]["error"]["message"]
+        error = last["response"]["error"]
+        assert error["code"] == "content_blocked" and "no-codes" in error["message"]
         assert "launch" not in r.text.replace("no-codes", "") and "1234" not in r.text

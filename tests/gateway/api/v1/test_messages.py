@@ -204,9 +204,9 @@ def test_a_tool_use_round_trip(live, backend, tenant):
     assert (call.name, call.input) == ("get_weather", {"city": "Paris"})
     assert "<tools>" in backend.requests[-1].messages[0]["content"]  # the tools reached the model
 
-    history = ask + [{"role": "assistant", "content": [b.model_dump() for b in first.content]},
-                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id,
-                                                   "content": "sunny, 24C"}]}]
+    history = [*ask, {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id,
+                                             "content": "sunny, 24C"}]}]
     second = sdk.messages.create(model=MODEL, max_tokens=200, messages=history, tools=[WEATHER])
     assert second.stop_reason == "end_turn" and second.content[0].text == "It is sunny in Paris."
     seen = backend.requests[-1].messages
@@ -327,9 +327,9 @@ def test_a_failure_mid_stream_is_an_error_event_billed_for_what_was_sent(db, ten
     app = create_app(gateway_settings(tmp, url, cache_enabled=False), backend=CannedBackend(fail_after=2))
     with LiveServer(app) as server:
         got = events(server, key, messages=HI)
-        with pytest.raises(anthropic.APIStatusError) as e:
-            with client(server, key).messages.stream(model=MODEL, max_tokens=64, messages=HI) as stream:
-                "".join(stream.text_stream)
+        with (pytest.raises(anthropic.APIStatusError) as e,
+              client(server, key).messages.stream(model=MODEL, max_tokens=64, messages=HI) as stream):
+            "".join(stream.text_stream)
     names = [n for n, _ in got]
     assert names == ["message_start", "content_block_start", "ping", "content_block_delta", "content_block_delta",
                      "error"]  # never a clean message_stop

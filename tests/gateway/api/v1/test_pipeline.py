@@ -27,9 +27,10 @@ def db(tmp_path_factory, gw_catalogue):
     return tmp, url
 
 
-def serve(db, backend: CannedBackend, **settings) -> LiveServer:
+def serve(db, backend: CannedBackend, **overrides) -> LiveServer:
     tmp, url = db
-    return LiveServer(create_app(gateway_settings(tmp, url, embeddings_enabled=False, cache_enabled=False, **settings), backend=backend))
+    settings = gateway_settings(tmp, url, embeddings_enabled=False, cache_enabled=False, **overrides)
+    return LiveServer(create_app(settings, backend=backend))
 
 
 def events(raw: str) -> list:

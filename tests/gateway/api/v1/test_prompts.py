@@ -251,7 +251,7 @@ def test_the_semantic_cache_never_replays_a_moved_labels_answer(db):
                {"messages": [{"role": "system", "content": "New rules for {{n}}."}], "model": MODEL,
                 "params": {"temperature": 0}})
         label(live, "cached", "production", version=1)
-        tenant_id, key = make_tenant(url)
+        _tenant_id, key = make_tenant(url)
         c = client(live, key)
         ref, question = {"id": "cached", "variables": {"n": "Bo"}}, [{"role": "user", "content": "What now?"}]
         assert ask(c, ref, question, temperature=0).headers["x-tollgate-cache"] == "miss"

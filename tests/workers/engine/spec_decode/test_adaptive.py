@@ -66,7 +66,7 @@ def test_a_large_batch_drafts_for_nobody():
     assert a.num_drafts(seqs[0], 100) == 0
     prefilling = decoding(rid="p")
     prefilling.num_computed_tokens = 0  # only decoding sequences count
-    a.begin_step(seqs[:2] + [prefilling])
+    a.begin_step([*seqs[:2], prefilling])
     assert a.num_drafts(seqs[0], 100) == 4
 
 

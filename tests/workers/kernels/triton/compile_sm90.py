@@ -43,21 +43,21 @@ from pathlib import Path
 os.environ["TRITON_INTERPRET"] = "0"
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))  # the repository root, for `workers`
 
-import torch  # noqa: E402
-import triton  # noqa: E402
-from triton.backends.compiler import GPUTarget  # noqa: E402
-from triton.compiler import ASTSource, make_backend  # noqa: E402
-from triton.runtime.jit import JITFunction, create_function_from_signature  # noqa: E402
+import torch
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource, make_backend
+from triton.runtime.jit import JITFunction, create_function_from_signature
 
-import workers.kernels.triton as package  # noqa: E402
-from workers.kernels.triton.decode_attention import paged_decode_attention  # noqa: E402
-from workers.kernels.triton.gguf_matmul import FORMATS, GROUP, gguf_matmul  # noqa: E402
-from workers.kernels.triton.int4_matmul import int4_matmul  # noqa: E402
-from workers.kernels.triton.int8_matmul import int8_matmul  # noqa: E402
-from workers.kernels.triton.prefill_attention import paged_prefill_attention  # noqa: E402
-from workers.kernels.triton.rms_norm import rms_norm  # noqa: E402
-from workers.kernels.triton.rotary_kv import rotary_store_kv  # noqa: E402
-from workers.kernels.triton.silu_mul import silu_mul  # noqa: E402
+import workers.kernels.triton as package
+from workers.kernels.triton.decode_attention import paged_decode_attention
+from workers.kernels.triton.gguf_matmul import FORMATS, GROUP, gguf_matmul
+from workers.kernels.triton.int4_matmul import int4_matmul
+from workers.kernels.triton.int8_matmul import int8_matmul
+from workers.kernels.triton.prefill_attention import paged_prefill_attention
+from workers.kernels.triton.rms_norm import rms_norm
+from workers.kernels.triton.rotary_kv import rotary_store_kv
+from workers.kernels.triton.silu_mul import silu_mul
 
 TARGET = GPUTarget("cuda", 90, 32)
 MAX_SHARED = 227 * 1024  # bytes of shared memory an sm_90 block may opt in to; a kernel needing more cannot launch
@@ -72,7 +72,7 @@ PREFILL = (512, HIDDEN, INTER, True)  # a 512-token chunk's down projection, add
 DEFAULT = {torch.bfloat16: ((SMOLLM2, WIDE_HEADS), (DECODE_1, DECODE_64, PREFILL)),
            torch.float16: ((SMOLLM2, WIDE_HEADS), (DECODE_1, DECODE_64, PREFILL)),
            torch.float32: ((SMOLLM2, WIDE_HEADS), (DECODE_1,))}
-EVERYTHING = {dtype: ((SMOLLM2, WIDE_HEADS), (DECODE_1, DECODE_64, PREFILL)) for dtype in DEFAULT}
+EVERYTHING = dict.fromkeys(DEFAULT, ((SMOLLM2, WIDE_HEADS), (DECODE_1, DECODE_64, PREFILL)))
 
 
 def meta(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:

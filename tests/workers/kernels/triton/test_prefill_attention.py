@@ -24,7 +24,7 @@ def _inputs(heads, kv_heads, head_dim, block_size, seqs=SEQS, dtype=torch.float3
                                           spare=spare)
     q_lens = [q_len for q_len, _ in seqs]
     q = torch.randn(sum(q_lens), heads, head_dim, generator=g).to(dtype).to(DEVICE)
-    query_start = torch.tensor([0] + q_lens, device=DEVICE).cumsum(0)
+    query_start = torch.tensor([0, *q_lens], device=DEVICE).cumsum(0)
     context_lens = torch.tensor([length for _, length in seqs], device=DEVICE)
     return q, k_cache, v_cache, table, query_start, context_lens
 

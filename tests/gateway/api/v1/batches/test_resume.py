@@ -52,7 +52,7 @@ def test_a_line_whose_record_was_lost_runs_again_and_bills_once(db):
     tenant_id, key = make_tenant(db[1])
     n = 10
     with serve(db, CannedBackend(tokens=8)) as server:
-        store = server.server.config.app.state.batch_runner.store  # noqa: the app under uvicorn
+        store = server.server.config.app.state.batch_runner.store  # the app under uvicorn
         real, lost = store.record_line, []
 
         async def crash_once(batch_id, line, ok, output, **usage):

@@ -29,7 +29,7 @@ def run_batch(client: OpenAI, lines: list[dict], timeout_s: float = 120.0):
         batch = client.batches.retrieve(batch.id)
     assert batch.status == "completed", batch
     assert batch.request_counts.total == batch.request_counts.completed == len(lines)
-    assert [b.id for b in client.batches.list()][0] == batch.id
+    assert next(b.id for b in client.batches.list()) == batch.id
     out = [json.loads(line) for line in client.files.content(batch.output_file_id).text.splitlines()]
     assert sorted(o["custom_id"] for o in out) == sorted(x["custom_id"] for x in lines)
     return batch, out

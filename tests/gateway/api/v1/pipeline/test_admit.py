@@ -105,7 +105,7 @@ def test_large_prompts_are_tokenized_off_the_event_loop_small_ones_on_it(db):
 
 def test_a_prompt_refused_on_its_byte_bound_is_judged_on_its_exact_tokens(db):
     # 2000 bytes but one canned token: the bound (bytes) is over TPM 60, the real size is not.
-    tenant_id, key = make_tenant(db[1], tpm=60)
+    _tenant_id, key = make_tenant(db[1], tpm=60)
     with serve(db, CountingBackend()) as server:
         r = chat(server, key, "x" * 2000)
     assert r.status_code == 200, r.text

@@ -102,7 +102,7 @@ def test_the_default_applies_when_a_request_names_no_max_tokens(db, server):
     assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 16 and CLAMPED not in r.headers
     asked = post(server, key, max_tokens=40)  # a request that names one gets it (no cap here)
     assert asked.json()["usage"]["completion_tokens"] == 40
-    capped_only, key2 = make_tenant(db[1], max_output_tokens=24)
+    _capped_only, key2 = make_tenant(db[1], max_output_tokens=24)
     assert post(server, key2).json()["usage"]["completion_tokens"] == 24  # no default: the cap bounds it
 
 

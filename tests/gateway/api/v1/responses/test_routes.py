@@ -51,8 +51,9 @@ def test_a_whole_response_in_the_sdk_shape_billed_as_told(db, live, tenant):
 def test_the_sdk_reads_it_and_sees_the_text(live, tenant):
     server, _ = live
     client = OpenAI(base_url=f"{server.url}/v1", api_key=tenant[1], max_retries=0)
-    r = client.responses.create(model=MODEL, input=[{"role": "developer", "content": "Terse."},
-                                                    {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}])
+    r = client.responses.create(model=MODEL, input=[
+        {"role": "developer", "content": "Terse."},
+        {"role": "user", "content": [{"type": "input_text", "text": "hi"}]}])
     assert r.output_text == "a" * 8 and r.status == "completed"
     assert client.responses.retrieve(r.id).output_text == r.output_text
 

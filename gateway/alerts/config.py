@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gateway.domain.backoff import Backoff
+
 
 @dataclass(slots=True)
 class AlertsConfig:
@@ -36,3 +38,9 @@ class AlertsConfig:
             raise ValueError("check_s, slo_window_s and retention_s must be > 0, slo_min_requests >= 1")
         if not 0 <= self.jitter < 1:
             raise ValueError("jitter must be in [0, 1)")
+
+    @property
+    def backoff(self) -> Backoff:
+        """A failed delivery's retry `n` (0-based) waits about backoff_s * 2**n, capped, jittered so a receiver
+        that comes back is not hit by every gateway's retries in the same second."""
+        return Backoff(self.backoff_s, self.backoff_max_s, (1 - self.jitter, 1 + self.jitter))

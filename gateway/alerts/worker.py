@@ -12,7 +12,6 @@ from datetime import timedelta
 
 import httpx
 
-from gateway.alerts.backoff import retry_delay_s
 from gateway.alerts.config import AlertsConfig
 from gateway.alerts.outbox import Claimed, Outcome, claim, emit, settle
 from gateway.alerts.pending import PendingEvents
@@ -126,7 +125,7 @@ class DeliveryWorker:
         attempts = delivery.attempts + 1
         retry_at = None
         if not outcome.ok and attempts < self.config.max_attempts:
-            retry_at = now + timedelta(seconds=retry_delay_s(attempts, self.config, self._rand))
+            retry_at = now + timedelta(seconds=self.config.backoff.delay_s(attempts - 1, self._rand))
         if not outcome.ok:
             log.warning("alerts: delivery %s to %s failed (attempt %d of %d): %s", delivery.id, delivery.url,
                         attempts, self.config.max_attempts, outcome.error)

@@ -26,6 +26,7 @@ from gateway.crud.usage import insert_usage
 from gateway.db.database import Database
 from gateway.db.errors import database_unavailable
 from gateway.db.types import utcnow
+from gateway.domain.backoff import Backoff
 from gateway.observability.outage import OutageLog
 
 log = logging.getLogger(__name__)
@@ -111,6 +112,7 @@ class Ledger:
         self._spool = spool
         self._batch_size, self._linger_s = batch_size, linger_s
         self._retries, self._retry_delay_s = retries, retry_delay_s
+        self._backoff = Backoff(retry_delay_s)  # a failed batch insert: 1x, 2x, 4x... retry_delay_s
         self._replay_interval_s = replay_interval_s
         self._queue: deque[UsageRecord] = deque()
         # Rows whose request is waiting to hear they are durable (record_durably): id(row) -> future.
@@ -256,7 +258,7 @@ class Ledger:
                 log.exception("usage ledger: writing %d rows failed (attempt %d of %d)",
                               len(batch), attempt + 1, self._retries + 1)
                 if attempt < self._retries:
-                    await asyncio.sleep(self._retry_delay_s * 2 ** attempt)
+                    await asyncio.sleep(self._backoff.delay_s(attempt))
         # The batch keeps failing: isolate the bad rows so the good ones still land.
         left: list[UsageRecord] = []
         for rec in batch:

@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
+from gateway.domain.backoff import Backoff
 from gateway.events.events import Event, Resync
 
 log = logging.getLogger("tollgate.events")
@@ -64,6 +65,12 @@ class EventBusConfig:
             raise ValueError("log_size and outbox_size must be >= 1")
         if self.backoff_max_s < self.backoff_initial_s:
             raise ValueError("backoff_max_s must be >= backoff_initial_s")
+
+    @property
+    def backoff(self) -> Backoff:
+        """Between reconnections (and re-sends): doubling, capped, each wait a random 50-100% of its step so
+        replicas that lost Redis together do not all come back in the same instant."""
+        return Backoff(self.backoff_initial_s, self.backoff_max_s, (0.5, 1.0))
 
 
 @dataclass(slots=True)

@@ -23,6 +23,7 @@ from ray.exceptions import RayError, RayTaskError
 from ray.serve.exceptions import BackPressureError, RayServeException
 
 from gateway.catalogue import Catalogue
+from gateway.domain.periodic import Periodic
 from gateway.observability.outage import OutageLog
 from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, TenantQueueFull, VersionInfo,
                                   VersionOverloaded, VersionUnavailable)
@@ -61,18 +62,18 @@ class RayServeBackend:
                 prefix_routing=settings.ray_prefix_routing, **serve_overrides)}
         self._models = {v: v.partition("@")[0] for v in self._configs}
         self._first_chunk_timeout_s = first_chunk_timeout_s
-        self._health_poll_s = health_poll_s
-        self._health_outage = OutageLog(log, "ray backend: the health poll")
-        self._metrics_outage = OutageLog(log, "ray backend: reading engine metrics from the hub")
+        # A failed poll (the controller or the hub briefly unreachable) keeps the last view; logged when polls
+        # start failing and when they work again. Health is read once in start(), so its poll waits first.
+        self._health_poller = Periodic("ray-backend-health", self._refresh_health, health_poll_s, wait_first=True,
+                                       outage=OutageLog(log, "ray backend: the health poll"))
+        self._metrics_poller = Periodic("ray-backend-metrics", self._read_engine_metrics, metrics_poll_s,
+                                        outage=OutageLog(log, "ray backend: reading engine metrics from the hub"))
         self._handles: dict[str, serve.handle.DeploymentHandle] = {}
         self._inputs: dict[str, InputProcessor] = {}
         self._health = VersionHealth()
         self._replicas: dict[str, int] = {}  # per version, as of the last status poll (economics)
-        self._poller: asyncio.Task | None = None
         # The pool's engine series, summed over replicas, on this process's /metrics (workers/serve/metrics_relay.py).
-        self._metrics_poll_s = metrics_poll_s
         self._engine_metrics = RelayedMetrics()
-        self._metrics_poller: asyncio.Task | None = None
         self._started_ray = False
 
     # -- life cycle ----------------------------------------------------------------------
@@ -105,18 +106,15 @@ class RayServeBackend:
                                                      kv_capacity_tokens=info["kv_capacity_tokens"],
                                                      block_size=info["block_size"])
         await self._refresh_health()
-        self._poller = asyncio.create_task(self._poll_health(), name="ray-backend-health")
+        self._health_poller.start()
         REGISTRY.register(self._engine_metrics)
-        self._metrics_poller = asyncio.create_task(self._poll_engine_metrics(), name="ray-backend-metrics")
+        self._metrics_poller.start()
 
     async def stop(self) -> None:
-        for task in (self._poller, self._metrics_poller):
-            if task is not None:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-        if self._metrics_poller is not None:
+        await self._health_poller.stop()
+        if self._metrics_poller.running:
+            await self._metrics_poller.stop()
             REGISTRY.unregister(self._engine_metrics)
-        self._poller = self._metrics_poller = None
         self._handles = {}
         # The pool outlives a gateway on a shared cluster; only a Ray this backend started goes.
         if self._started_ray:
@@ -176,25 +174,8 @@ class RayServeBackend:
         self._health.update(running, time.monotonic())
         self._replicas = running
 
-    async def _poll_health(self) -> None:
-        while True:
-            await asyncio.sleep(self._health_poll_s)
-            try:
-                await self._refresh_health()
-                self._health_outage.succeeded()
-            except Exception as e:
-                # A supervisor loop: a failed poll (the controller briefly unreachable, say) keeps
-                # the last view; logged when polls start failing and when they work again.
-                self._health_outage.failed(e)
-
-    async def _poll_engine_metrics(self) -> None:
-        while True:
-            try:
-                self._engine_metrics.update(await read_hub())
-                self._metrics_outage.succeeded()
-            except Exception as e:  # metrics never take the backend down: keep the last view, try again
-                self._metrics_outage.failed(e)
-            await asyncio.sleep(self._metrics_poll_s)
+    async def _read_engine_metrics(self) -> None:
+        self._engine_metrics.update(await read_hub())
 
     @property
     def replica_pool(self) -> str:

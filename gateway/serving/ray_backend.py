@@ -14,7 +14,6 @@ import socket
 import threading
 import time
 from collections.abc import AsyncIterator
-from dataclasses import asdict
 
 import ray
 from prometheus_client import REGISTRY
@@ -31,6 +30,7 @@ from gateway.serving.pool import versions_from_catalogue
 from gateway.settings import Settings
 from workers.engine.async_engine import EngineOverloaded
 from workers.engine.input_processor import InputProcessor
+from workers.serve import protocol
 from workers.serve.protocol import sampling_params, schedule_params
 from workers.serve.app import app_name, deploy
 from workers.serve.config import VersionServeConfig
@@ -200,14 +200,16 @@ class RayServeBackend:
         finally:
             await chunks.aclose()  # the caller left early: cancel the replica's generation now
 
-    async def stream_raw(self, request: GenerationRequest, *, prefix_key: str | None = None) -> AsyncIterator[dict]:
+    async def stream_raw(self, request: GenerationRequest, *,
+                         prefix_key: str | None = None) -> AsyncIterator[protocol.Chunk]:
         """Chunks as the replica sends them (the first names `version` and `replica`)."""
         version = request.version
         handle = self._handles.get(version)
         if handle is None:
             raise VersionUnavailable(f"version {version!r} is not deployed")
-        payload = asdict(request)
-        sampling_params(payload), schedule_params(payload)  # ValueError naming the field: a 400, before a replica is bothered
+        wire = request.to_wire()
+        sampling_params(wire), schedule_params(wire)  # ValueError naming the field: a 400, before a replica is bothered
+        payload = protocol.encode(wire)
         if not self._health.healthy(version):
             raise VersionUnavailable(f"version {version!r} has no ready replica")
         gen = handle.options(stream=True).generate.remote(payload, prefix_key=prefix_key)
@@ -218,7 +220,7 @@ class RayServeBackend:
         finished = settled = False
         try:
             try:
-                first = await asyncio.wait_for(gen.__anext__(), self._first_chunk_timeout_s)
+                first = protocol.decode_chunk(await asyncio.wait_for(gen.__anext__(), self._first_chunk_timeout_s))
             except StopAsyncIteration:
                 settled = True
                 raise VersionUnavailable(f"{version}: the replica ended the stream without output") from None
@@ -241,13 +243,14 @@ class RayServeBackend:
                 raise VersionUnavailable(f"{version}: replica lost before the first token: {e}") from e
             chunk = first
             while True:
-                sent, prompt_tokens = chunk["completion_tokens"], chunk["prompt_tokens"]
-                finished = chunk["finish_reason"] is not None
+                sent, prompt_tokens = chunk.completion_tokens, chunk.prompt_tokens
+                finished = chunk.finish_reason is not None
                 yield chunk
                 if finished:
                     return
                 try:
-                    chunk = await asyncio.wait_for(gen.__anext__(), max(0.0, deadline - time.monotonic()))
+                    chunk = protocol.decode_chunk(
+                        await asyncio.wait_for(gen.__anext__(), max(0.0, deadline - time.monotonic())))
                 except StopAsyncIteration:
                     settled = True
                     raise ReplicaLost(f"{version}: stream ended without a finish reason", version=version,

@@ -30,6 +30,7 @@ from gateway.db.types import utcnow
 from gateway.domain import batch_state as state
 from gateway.domain.batch_usage import LineUsage
 from gateway.domain.periodic import Periodic
+from gateway.domain.validation import Count, NonNegativeSeconds, Seconds, config
 from gateway.observability.outage import OutageLog
 
 log = logging.getLogger("tollgate.batch")
@@ -51,31 +52,23 @@ class Paused(Exception):
 Execute = Callable[[str, str, dict, str], Awaitable[LineResult]]
 
 
-@dataclass(slots=True)
+@config(slots=True)
 class RunnerConfig:
-    concurrency: int = 4  # lines in flight in this process, all batches together
-    max_batches: int = 4  # batches this process works on at once
-    poll_s: float = 1.0  # how often to renew leases, look for batches, and for a cancel or expiry of those running
-    lease_s: float = 30.0  # a claim lasts this long unless renewed (every poll); then another replica may take it
-    stop_timeout_s: float = 30.0  # on shutdown, how long lines in flight may finish before they are cut off
-    max_requests: int = 50_000  # requests one batch may hold
-    max_pause_s: float = 60.0  # longest wait a refusal's Retry-After can impose before the line is tried again
-    max_attempts: int = 3  # tries of a line that timed out or failed in the engine before its error is its answer
-    output_expires_s: int = 30 * 24 * 3600  # a batch's output and error files expire this long after written
-    sweep_s: float = 60.0  # how often this runner deletes expired files (idempotent: every replica may)
-    max_output_bytes: int = 200_000_000  # a batch's output and error files together (gateway.batch.bounds)
-    max_line_output_bytes: int = 20 * 2**20  # one line's output
+    concurrency: Count = 4  # lines in flight in this process, all batches together
+    max_batches: Count = 4  # batches this process works on at once
+    poll_s: Seconds = 1.0  # how often to renew leases, look for batches, and for a cancel or expiry of those running
+    lease_s: Seconds = 30.0  # a claim lasts this long unless renewed (every poll); then another replica may take it
+    stop_timeout_s: NonNegativeSeconds = 30.0  # on shutdown, how long lines in flight may finish before they are cut off
+    max_requests: Count = 50_000  # requests one batch may hold
+    max_pause_s: Seconds = 60.0  # longest wait a refusal's Retry-After can impose before the line is tried again
+    max_attempts: Count = 3  # tries of a line that timed out or failed in the engine before its error is its answer
+    output_expires_s: Count = 30 * 24 * 3600  # a batch's output and error files expire this long after written
+    sweep_s: Seconds = 60.0  # how often this runner deletes expired files (idempotent: every replica may)
+    max_output_bytes: Count = 200_000_000  # a batch's output and error files together (gateway.batch.bounds)
+    max_line_output_bytes: Count = 20 * 2**20  # one line's output
     files_quota: int | None = None  # the gateway's per-tenant file quota (a tenant's own wins); None: no quota
 
     def __post_init__(self) -> None:
-        if self.concurrency < 1 or self.max_batches < 1 or self.max_requests < 1 or self.max_attempts < 1:
-            raise ValueError("concurrency, max_batches, max_requests and max_attempts must be >= 1")
-        if self.max_output_bytes < 1 or self.max_line_output_bytes < 1:
-            raise ValueError("max_output_bytes and max_line_output_bytes must be >= 1")
-        if self.output_expires_s < 1 or self.sweep_s <= 0:
-            raise ValueError("output_expires_s must be >= 1 and sweep_s > 0")
-        if self.poll_s <= 0 or self.stop_timeout_s < 0 or self.max_pause_s <= 0:
-            raise ValueError("poll_s and max_pause_s must be > 0, stop_timeout_s >= 0")
         if self.lease_s <= 2 * self.poll_s:
             raise ValueError("lease_s must exceed two polls (poll_s), or a live lease could lapse between renewals")
 

@@ -1,24 +1,23 @@
-"""Per-request sampling settings, validated at submission (vLLM's fields and ranges): each field's type and range
-is declared on it (workers/validation.py); only the rules between fields live in __post_init__."""
+"""Per-request sampling settings, validated at construction (vLLM's fields and ranges): each field's type and
+range is declared on it (workers/validation.py); only the shorthands and the rules between fields are code."""
 from __future__ import annotations
 
-from dataclasses import field
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError
 
 from workers.structured.spec import StructuredOutput
-from workers.validation import validated
+from workers.validation import Checked, one_line
 
 MAX_N = 16  # parallel completions per request; the engine also caps n at max_num_seqs
 MAX_LOGPROBS = 20  # top alternatives per generated token, as OpenAI's top_logprobs
 
 Finite = Field(allow_inf_nan=False)
 Penalty = Annotated[float, Field(ge=-2, le=2)]
+NonEmpty = Annotated[str, Field(min_length=1)]
 
 
-@validated(slots=True)
-class SamplingParams:
+class SamplingParams(Checked):
     # n completions of one prompt: the prompt's KV is computed once and shared (see Scheduler._fork).
     n: Annotated[int, Field(ge=1, le=MAX_N)] = 1
     max_tokens: Annotated[int, Field(ge=1)] = 16
@@ -35,8 +34,8 @@ class SamplingParams:
     presence_penalty: Penalty = 0.0
     frequency_penalty: Penalty = 0.0
     seed: int | None = None
-    stop: list[Annotated[str, Field(min_length=1)]] = field(default_factory=list)  # a str is taken as [str]
-    stop_token_ids: list[Annotated[int, Field(ge=0)]] = field(default_factory=list)
+    stop: list[NonEmpty] = []  # a str is taken as [str]
+    stop_token_ids: list[Annotated[int, Field(ge=0)]] = []
     ignore_eos: bool = False
     include_stop_str_in_output: bool = False  # keep the matched stop string (or stop token's text) in the text
     skip_special_tokens: bool = True
@@ -49,17 +48,18 @@ class SamplingParams:
     # unmet min_tokens do not draft anyway (workers/engine/spec_decode/adaptive.py).
     speculative: bool = True
 
-    @field_validator("stop", mode="before")
-    @classmethod
-    def _one_stop(cls, value: object) -> object:
-        return [value] if isinstance(value, str) else value
-
-    @field_validator("structured", mode="before")
-    @classmethod
-    def _structured_from_wire(cls, value: object) -> object:
-        return StructuredOutput.from_wire(value) if isinstance(value, dict) else value
-
-    def __post_init__(self) -> None:
+    def __init__(self, **data: Any) -> None:
+        # Written out rather than as pydantic validator callbacks, each of which costs as much as ten declared
+        # field checks on this per-request path: the shorthand forms before validation, the rules between
+        # fields after it.
+        if isinstance(stop := data.get("stop"), str):
+            data["stop"] = [stop]
+        if isinstance(structured := data.get("structured"), dict):
+            data["structured"] = StructuredOutput.from_wire(structured)  # ValueError naming structured
+        try:
+            self.__pydantic_validator__.validate_python(data, self_instance=self)
+        except ValidationError as e:
+            raise ValueError(one_line(e)) from e
         if self.min_tokens > self.max_tokens:
             raise ValueError(f"min_tokens must be at most max_tokens={self.max_tokens}, got {self.min_tokens}")
         if self.structured is not None and self.min_tokens:

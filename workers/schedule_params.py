@@ -3,15 +3,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
-from workers.validation import validated
+from workers.validation import Checked
 
 PRIORITY_RANGE = (-1_000_000, 1_000_000)
 
 
-@validated(frozen=True, slots=True)
-class ScheduleParams:
+class ScheduleParams(Checked):
+    model_config = ConfigDict(frozen=True)  # hashable: a queue key
     # Lower runs earlier (vLLM's convention); waiting requests of a lower number displace running ones.
     priority: Annotated[int, Field(ge=PRIORITY_RANGE[0], le=PRIORITY_RANGE[1])] = 0
     # Fair share: an opaque key for whoever is served (the gateway's per-tenant HMAC, never its identity),

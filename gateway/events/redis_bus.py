@@ -26,7 +26,6 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from gateway.domain.backoff import Backoff
 from gateway.events.bus import Applier, BusStats, EventBusConfig
 from gateway.events.events import BadEvent, Event, Resync, decode, encode
 

@@ -1,6 +1,6 @@
 """The lease helper on a table of its own: one claimant per row, take-over after a lapse, renew and release
 only by the holder. On SQLite and PostgreSQL."""
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import Integer, String, select
@@ -9,7 +9,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from gateway.crud import leases
 from gateway.db.types import UTCDateTime
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 class _Base(DeclarativeBase):

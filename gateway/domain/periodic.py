@@ -34,7 +34,7 @@ class Periodic:
             raise ValueError(f"{name}: interval_s must be > 0, got {interval_s}")
         self.name, self.interval_s = name, interval_s
         self._tick, self._wait_first, self._outage = tick, wait_first, outage
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False

@@ -37,7 +37,7 @@ def _old_chunk(out: RequestOutput) -> dict:
     first = next((c for c in completions if c["index"] == 0), None)
     return {"text": first["text"] if first else "", "token_ids": first["token_ids"] if first else [],
             "prompt_tokens": out.num_prompt_tokens, "completion_tokens": out.num_output_tokens,
-            "cached_tokens": out.num_cached_tokens, "finish_reason": None,
+            "cached_tokens": out.num_cached_tokens, "reserved_tokens": out.num_reserved_tokens, "finish_reason": None,
             "logprobs": first["logprobs"] if first else None,
             "cumulative_logprob": first["cumulative_logprob"] if first else None,
             "completions": completions, "engine_ms": out.engine_ms}
@@ -50,7 +50,8 @@ def _old_from_wire(raw: dict) -> GenerationChunk:
             TokenLogprob(lp["token_id"], lp["logprob"], tuple((t, v) for t, v in lp["top"])) for lp in c["logprobs"]],
         c.get("cumulative_logprob")) for c in raw.get("completions") or ()]
     return GenerationChunk(raw["text"], list(raw["token_ids"]), raw["prompt_tokens"], raw["completion_tokens"],
-                           raw["cached_tokens"], raw["finish_reason"], completions, raw.get("engine_ms"))
+                           raw["cached_tokens"], raw["finish_reason"], completions, raw.get("engine_ms"),
+                           reserved_tokens=int(raw.get("reserved_tokens") or 0))
 
 
 def _outputs() -> dict[str, RequestOutput]:

@@ -18,6 +18,7 @@ from ray import serve
 from gateway.catalogue import load_catalogue
 from gateway.serving.pool import versions_from_catalogue
 from gateway.settings import Settings
+from workers.serve import protocol
 from workers.serve.app import app_name, deploy
 
 VERSION = "smollm2-135m-instruct@fp32"
@@ -36,12 +37,14 @@ async def time_to_second_replica(handle, *, concurrency: int, max_tokens: int, t
         nonlocal served
         n = 0
         while not done.is_set() and time.monotonic() - start < timeout_s:
-            req = {"request_id": f"bench-{i}-{n}", "prompt": f"Write a story about the number {i * 1000 + n}.",
-                   "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True}
+            req = protocol.encode(protocol.Request(
+                request_id=f"bench-{i}-{n}", prompt=f"Write a story about the number {i * 1000 + n}.",
+                max_tokens=max_tokens, temperature=0, ignore_eos=True))
             n += 1
-            async for chunk in handle.options(stream=True).generate.remote(req):
-                if "replica" in chunk:
-                    seen.setdefault(chunk["replica"], time.monotonic() - start)
+            async for data in handle.options(stream=True).generate.remote(req):
+                chunk = protocol.decode_chunk(data)
+                if chunk.replica is not None:
+                    seen.setdefault(chunk.replica, time.monotonic() - start)
                     if len(seen) >= 2:
                         done.set()
             served += 1

@@ -1,62 +1,64 @@
 """The engine's one config object."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+from typing import Annotated, Literal
+
+from pydantic import Field, SkipValidation
 
 from workers.speculative_config import SpeculativeConfig
+from workers.validation import validated
 
-_DTYPES = ("float32", "bfloat16", "float16")
 _DEVICES = ("cpu", "cuda")
-_KERNELS = ("auto", "cpu", "triton", "torch")
-_QUANTIZATION = (None, "int8", "int4", "q8_0")
-_POLICIES = ("fair", "priority", "fcfs")
+Positive = Annotated[int, Field(ge=1)]
+NonNegative = Annotated[float, Field(ge=0)]
 
 
-@dataclass(slots=True)
+@validated(slots=True)
 class EngineConfig:
     model: str = "smollm2-135m-instruct"  # a catalogue name (workers.model.registry) or a path
-    dtype: str = "float32"
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     # Where weights, the KV cache, per-step metadata and sampling live: "cuda" when a GPU is visible, else "cpu".
     device: str | None = None
     # The kernel set every layer runs (workers.model.kernel_sets): "auto" is Triton on CUDA, the compiled C
     # kernels for float32 on the CPU, PyTorch where neither applies; "triton" on the CPU needs TRITON_INTERPRET=1.
-    kernels: str = "auto"
+    kernels: Literal["auto", "cpu", "triton", "torch"] = "auto"
     # Weight-only quantization at load time of every linear but the output head: "int8" (per output channel,
     # W8A16), "int4" (scale and minimum per 128 inputs, or 64 where 128 does not divide a row; W4A16) or
     # "q8_0" (GGUF Q8_0 blocks). None: GGUF files keep their own blocks, other checkpoints stay dense.
-    quantization: str | None = None
-    block_size: int = 16
+    quantization: Literal["int8", "int4", "q8_0"] | None = None
+    block_size: Positive = 16
     # KV pool size: num_kv_blocks wins when set; else on CUDA it is what gpu_memory_utilization of the device's
     # memory leaves after the weights and activations, and on the CPU kv_cache_memory_bytes.
-    kv_cache_memory_bytes: int = 512 * 1024 * 1024
-    gpu_memory_utilization: float = 0.9
+    kv_cache_memory_bytes: Positive = 512 * 1024 * 1024
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
     # Decode-only steps on CUDA replay CUDA graphs captured per batch-size bucket (no Python between kernels).
     cuda_graphs: bool = True
-    num_kv_blocks: int | None = None
-    max_num_seqs: int = 64
+    num_kv_blocks: Positive | None = None
+    max_num_seqs: Positive = 64
     # Serving admission (AsyncEngine): requests waiting for a batch slot, on this replica and per tenant (the
     # gateway's opaque cache salt). Past either, a request is refused at once instead of queueing without
     # bound; None: unbounded (the offline LLM never refuses).
-    max_waiting_requests: int | None = 512
-    max_waiting_per_tenant: int | None = 64
-    max_num_batched_tokens: int = 1024
+    max_waiting_requests: Positive | None = 512
+    max_waiting_per_tenant: Positive | None = 64
+    max_num_batched_tokens: Positive = 1024
     # Who runs next (workers/engine/scheduling_policy.py): "fair" (priority, then per-tenant fair share by
     # virtual token counters, then arrival), "priority" (priority, then arrival) or "fcfs". With one tenant
     # and one priority all three are FCFS. Fair share weighs a prefill token fair_prefill_weight and a
     # generated one fair_decode_weight; a waiting request displaces a running one of another tenant served
     # fair_preempt_margin weighted tokens more than its own.
-    scheduling_policy: str = "fair"
-    fair_prefill_weight: float = 1.0
-    fair_decode_weight: float = 2.0
-    fair_preempt_margin: float = 64.0
+    scheduling_policy: Literal["fair", "priority", "fcfs"] = "fair"
+    fair_prefill_weight: NonNegative = 1.0
+    fair_decode_weight: NonNegative = 2.0
+    fair_preempt_margin: NonNegative = 64.0
     # Background work (the gateway's Batch API lines, at the lowest priority): a sequence whose priority is at
     # least this runs only in steps with no other sequence to run, so it fills idle capacity without
     # lengthening any other request's steps (it keeps its blocks meanwhile). None: no background class.
     background_priority: int | None = 1_000_000
     # Metered worker time (workers/engine/step_meter.py): a step's wall time is shared among its requests by
     # tokens, a prefill token weighing 1 and a decode token this much (measured: benchmarks/step_weights.py).
-    meter_decode_weight: float = 1.4
-    max_model_len: int | None = None  # None: the model's own context length
+    meter_decode_weight: NonNegative = 1.4
+    max_model_len: Positive | None = None  # None: the model's own context length
     enable_prefix_caching: bool = True
     # Prompt heads every tenant may share in the prefix cache despite per-request salts, e.g. a
     # common system prompt: each a raw prompt string, or chat messages rendered by the template
@@ -72,50 +74,19 @@ class EngineConfig:
     seed: int = 0
     # Structured output (workers.structured.compiler): grammars compile in this many threads of their own, and a
     # request waits this long for its grammar before it is refused as too costly.
-    grammar_compile_threads: int = 2
-    grammar_compile_timeout_s: float = 5.0
+    grammar_compile_threads: Positive = 2
+    grammar_compile_timeout_s: Annotated[float, Field(gt=0)] = 5.0
     # Speculative decoding (workers/engine/spec_decode): None (off), a SpeculativeConfig or a dict of its fields, e.g.
     # {"method": "ngram", "num_tokens": 4} or {"method": "draft", "num_layers": 8}.
-    speculative: SpeculativeConfig | dict | None = None
+    speculative: SkipValidation[SpeculativeConfig | dict | None] = None  # SpeculativeConfig.of checks it
 
     def __post_init__(self) -> None:
-        if self.dtype not in _DTYPES:
-            raise ValueError(f"dtype must be one of {_DTYPES}, got {self.dtype!r}")
         if self.device is None:
             import torch
 
             self.device = "cuda" if torch.cuda.is_available() else "cpu"
         if self.device.split(":")[0] not in _DEVICES:
             raise ValueError(f"device must be one of {_DEVICES} (optionally 'cuda:N'), got {self.device!r}")
-        if self.kernels not in _KERNELS:
-            raise ValueError(f"kernels must be one of {_KERNELS}, got {self.kernels!r}")
-        if self.quantization not in _QUANTIZATION:
-            raise ValueError(f"quantization must be one of {_QUANTIZATION}, got {self.quantization!r}")
-        if not 0 < self.gpu_memory_utilization <= 1:
-            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
-        if self.block_size < 1:
-            raise ValueError(f"block_size must be >= 1, got {self.block_size}")
-        if self.num_kv_blocks is not None and self.num_kv_blocks < 1:
-            raise ValueError(f"num_kv_blocks must be >= 1, got {self.num_kv_blocks}")
-        if self.kv_cache_memory_bytes < 1:
-            raise ValueError(f"kv_cache_memory_bytes must be positive, got {self.kv_cache_memory_bytes}")
-        for name in ("max_waiting_requests", "max_waiting_per_tenant"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"{name} must be >= 1 or None, got {value}")
-        if self.max_num_seqs < 1:
-            raise ValueError(f"max_num_seqs must be >= 1, got {self.max_num_seqs}")
-        if self.max_num_batched_tokens < 1:
-            raise ValueError(f"max_num_batched_tokens must be >= 1, got {self.max_num_batched_tokens}")
-        if self.scheduling_policy not in _POLICIES:
-            raise ValueError(f"scheduling_policy must be one of {_POLICIES}, got {self.scheduling_policy!r}")
-        if self.background_priority is not None and (isinstance(self.background_priority, bool)
-                                                     or not isinstance(self.background_priority, int)):
-            raise ValueError(f"background_priority must be an integer or None, got {self.background_priority!r}")
-        if min(self.fair_prefill_weight, self.fair_decode_weight, self.fair_preempt_margin) < 0:
-            raise ValueError("fair_prefill_weight, fair_decode_weight and fair_preempt_margin must be >= 0")
-        if self.meter_decode_weight < 0:
-            raise ValueError(f"meter_decode_weight must be >= 0, got {self.meter_decode_weight}")
         for i, p in enumerate(self.shared_prefixes):
             ok = (isinstance(p, str) and p) or (isinstance(p, list) and p and all(
                 isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
@@ -123,8 +94,4 @@ class EngineConfig:
             if not ok:
                 raise ValueError(f"shared_prefixes[{i}] must be a non-empty string or a list of "
                                  "{'role', 'content'} messages")
-        if self.grammar_compile_threads < 1 or self.grammar_compile_timeout_s <= 0:
-            raise ValueError("grammar_compile_threads must be >= 1 and grammar_compile_timeout_s > 0")
-        if self.max_model_len is not None and self.max_model_len < 1:
-            raise ValueError(f"max_model_len must be >= 1, got {self.max_model_len}")
         self.speculative = SpeculativeConfig.of(self.speculative)

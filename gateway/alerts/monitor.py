@@ -15,6 +15,7 @@ from gateway.alerts.outbox import prune
 from gateway.alerts.slo import check_slos
 from gateway.db.database import Database
 from gateway.db.types import utcnow
+from gateway.domain.periodic import Periodic
 from gateway.observability.outage import OutageLog
 
 log = logging.getLogger(__name__)
@@ -27,31 +28,17 @@ class Monitor:
                  on_emitted: Callable[[], None] = lambda: None) -> None:
         self.database, self.config = database, config
         self._health, self._pool, self._on_emitted = health, pool, on_emitted
-        self._task: asyncio.Task | None = None
-        self._stop = asyncio.Event()
+        # Waits before the first check: versions still warming up at start-up are not an outage.
+        self._ticks = Periodic("alerts-monitor", self.check_once, config.check_s, wait_first=True)
         self._outages = {"health": OutageLog(log, "alerts: the version health check"),
                          "slo": OutageLog(log, "alerts: the SLO check"),
                          "prune": OutageLog(log, "alerts: pruning old deliveries")}
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="alerts-monitor")
+        self._ticks.start()
 
     async def stop(self) -> None:
-        self._stop.set()
-        if self._task is not None:
-            await self._task
-            self._task = None
-
-    async def _run(self) -> None:
-        # Waits before the first check: versions still warming up at start-up are not an outage.
-        while not self._stop.is_set():
-            try:
-                async with asyncio.timeout(self.config.check_s):
-                    await self._stop.wait()
-                return
-            except TimeoutError:
-                pass
-            await self.check_once()
+        await self._ticks.stop()
 
     async def check_once(self) -> int:
         """Both checks; returns the deliveries written."""

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from sqlalchemy import Connection, delete, or_, select, update
+from sqlalchemy import Connection, delete, select
 
+from gateway.crud import leases
 from gateway.db.models.webhook import Webhook
 from gateway.db.models.webhook_delivery import WebhookDelivery
 from gateway.db.types import utcnow
@@ -59,22 +60,12 @@ class Claimed:
     attempts: int  # made before this one
 
 
-def _free(now: datetime):
-    return or_(WebhookDelivery.lease_owner.is_(None), WebhookDelivery.lease_until < now)
-
-
 def claim(conn: Connection, *, owner: str, now: datetime, lease_s: float, limit: int) -> list[Claimed]:
     """Up to `limit` due deliveries no live lease holds, now leased to `owner` (oldest due first). Each claim is
     a conditional update: of two workers racing for a row, exactly one update matches it."""
-    due = (WebhookDelivery.status == "pending", WebhookDelivery.next_attempt_at <= now, _free(now))
-    candidates = list(conn.scalars(select(WebhookDelivery.id).where(*due)
-                                   .order_by(WebhookDelivery.next_attempt_at, WebhookDelivery.id).limit(limit)))
-    won = []
-    for delivery_id in candidates:
-        done = conn.execute(update(WebhookDelivery).where(WebhookDelivery.id == delivery_id, *due)
-                            .values(lease_owner=owner, lease_until=now + timedelta(seconds=lease_s)))
-        if done.rowcount:
-            won.append(delivery_id)
+    due = [WebhookDelivery.status == "pending", WebhookDelivery.next_attempt_at <= now]
+    won = leases.claim(conn, WebhookDelivery, where=due, order_by=[WebhookDelivery.next_attempt_at, WebhookDelivery.id],
+                       owner=owner, now=now, lease_s=lease_s, limit=limit)
     if not won:
         return []
     rows = conn.execute(select(WebhookDelivery.id, WebhookDelivery.webhook_id, WebhookDelivery.event_type,
@@ -96,17 +87,14 @@ def settle(conn: Connection, *, delivery_id: str, owner: str, outcome: Outcome, 
            retry_at: datetime | None) -> bool:
     """Record one attempt of a delivery `owner` holds: delivered; pending again from `retry_at`; or, with
     `retry_at` None after a failure, failed for good. False when the lease was lost meanwhile."""
-    values: dict = {"attempts": WebhookDelivery.attempts + 1, "last_status_code": outcome.status_code,
-                    "lease_owner": None, "lease_until": None}
+    values: dict = {"attempts": WebhookDelivery.attempts + 1, "last_status_code": outcome.status_code}
     if outcome.ok:
         values |= {"status": "delivered", "delivered_at": now, "next_attempt_at": None, "last_error": None}
     elif retry_at is not None:
         values |= {"status": "pending", "next_attempt_at": retry_at, "last_error": outcome.error}
     else:
         values |= {"status": "failed", "next_attempt_at": None, "last_error": outcome.error}
-    done = conn.execute(update(WebhookDelivery).where(WebhookDelivery.id == delivery_id,
-                                                      WebhookDelivery.lease_owner == owner).values(**values))
-    return bool(done.rowcount)
+    return leases.release(conn, WebhookDelivery, row_id=delivery_id, owner=owner, **values)
 
 
 def prune(conn: Connection, *, before: datetime, limit: int = 1000) -> int:

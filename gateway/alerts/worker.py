@@ -12,7 +12,6 @@ from datetime import timedelta
 
 import httpx
 
-from gateway.alerts.backoff import retry_delay_s
 from gateway.alerts.config import AlertsConfig
 from gateway.alerts.outbox import Claimed, Outcome, claim, emit, settle
 from gateway.alerts.pending import PendingEvents
@@ -22,6 +21,7 @@ from gateway.alerts.targets import Resolve, TargetPolicy, system_resolve
 from gateway.db.database import Database
 from gateway.db.types import utcnow
 from gateway.domain.alert_events import AlertEvent
+from gateway.domain.periodic import Periodic
 from gateway.observability.outage import OutageLog
 from gateway.security.secret_box import SecretBox
 
@@ -39,55 +39,31 @@ class DeliveryWorker:
         self.pending = pending if pending is not None else PendingEvents()
         self._transport, self._rand = transport, rand or random.Random()
         self._client: httpx.AsyncClient | None = None
-        self._task: asyncio.Task | None = None
-        self._wake = asyncio.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping = False
-        self._polling = OutageLog(log, "alerts: the delivery poll")
+        self._ticks = Periodic("alerts-delivery", self._poll, config.poll_s,
+                               outage=OutageLog(log, "alerts: the delivery poll"))
 
     async def open(self) -> None:
         """The HTTP client alone: `run_once` may be driven by hand (tests, a one-shot drain)."""
-        self._loop = asyncio.get_running_loop()
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=self.config.timeout_s, transport=self._transport,
                                              follow_redirects=False)
 
     async def start(self) -> None:
         await self.open()
-        self._task = asyncio.create_task(self._run(), name="alerts-delivery")
+        self._ticks.start()
 
     async def stop(self) -> None:
-        self._stopping = True
-        self._wake.set()
-        if self._task is not None:
-            await self._task  # never cancelled mid-settle; a send in flight ends within timeout_s
-            self._task = None
+        await self._ticks.stop()  # never cancelled mid-settle; a send in flight ends within timeout_s
         if self._client is not None:
             await self._client.aclose()
             self._client = None
 
     def wake(self) -> None:
         """Look for due deliveries now (safe from any thread)."""
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self._wake.set)
+        self._ticks.wake()
 
-    async def _run(self) -> None:
-        while not self._stopping:
-            claimed = 0
-            try:
-                claimed = await self.run_once()
-                self._polling.succeeded()
-            except Exception as e:
-                self._polling.failed(e)
-            if claimed >= self.config.batch:
-                continue  # more may be due
-            try:
-                async with asyncio.timeout(self.config.poll_s):
-                    await self._wake.wait()
-            except TimeoutError:
-                pass
-            self._wake.clear()
+    async def _poll(self) -> bool:
+        return await self.run_once() >= self.config.batch  # a full batch: more may be due, poll again at once
 
     async def run_once(self) -> int:
         """Write events held in memory, then claim, send and settle one batch. Returns how many were claimed."""
@@ -126,7 +102,7 @@ class DeliveryWorker:
         attempts = delivery.attempts + 1
         retry_at = None
         if not outcome.ok and attempts < self.config.max_attempts:
-            retry_at = now + timedelta(seconds=retry_delay_s(attempts, self.config, self._rand))
+            retry_at = now + timedelta(seconds=self.config.backoff.delay_s(attempts - 1, self._rand))
         if not outcome.ok:
             log.warning("alerts: delivery %s to %s failed (attempt %d of %d): %s", delivery.id, delivery.url,
                         attempts, self.config.max_attempts, outcome.error)

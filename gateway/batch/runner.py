@@ -29,6 +29,8 @@ from gateway.db.models.batch_file import BatchFile
 from gateway.db.types import utcnow
 from gateway.domain import batch_state as state
 from gateway.domain.batch_usage import LineUsage
+from gateway.domain.periodic import Periodic
+from gateway.domain.validation import Count, NonNegativeSeconds, Seconds, config
 from gateway.observability.outage import OutageLog
 
 log = logging.getLogger("tollgate.batch")
@@ -50,31 +52,23 @@ class Paused(Exception):
 Execute = Callable[[str, str, dict, str], Awaitable[LineResult]]
 
 
-@dataclass(slots=True)
+@config(slots=True)
 class RunnerConfig:
-    concurrency: int = 4  # lines in flight in this process, all batches together
-    max_batches: int = 4  # batches this process works on at once
-    poll_s: float = 1.0  # how often to renew leases, look for batches, and for a cancel or expiry of those running
-    lease_s: float = 30.0  # a claim lasts this long unless renewed (every poll); then another replica may take it
-    stop_timeout_s: float = 30.0  # on shutdown, how long lines in flight may finish before they are cut off
-    max_requests: int = 50_000  # requests one batch may hold
-    max_pause_s: float = 60.0  # longest wait a refusal's Retry-After can impose before the line is tried again
-    max_attempts: int = 3  # tries of a line that timed out or failed in the engine before its error is its answer
-    output_expires_s: int = 30 * 24 * 3600  # a batch's output and error files expire this long after written
-    sweep_s: float = 60.0  # how often this runner deletes expired files (idempotent: every replica may)
-    max_output_bytes: int = 200_000_000  # a batch's output and error files together (gateway.batch.bounds)
-    max_line_output_bytes: int = 20 * 2**20  # one line's output
+    concurrency: Count = 4  # lines in flight in this process, all batches together
+    max_batches: Count = 4  # batches this process works on at once
+    poll_s: Seconds = 1.0  # how often to renew leases, look for batches, and for a cancel or expiry of those running
+    lease_s: Seconds = 30.0  # a claim lasts this long unless renewed (every poll); then another replica may take it
+    stop_timeout_s: NonNegativeSeconds = 30.0  # on shutdown, how long lines in flight may finish
+    max_requests: Count = 50_000  # requests one batch may hold
+    max_pause_s: Seconds = 60.0  # longest wait a refusal's Retry-After can impose before the line is tried again
+    max_attempts: Count = 3  # tries of a line that timed out or failed in the engine before its error is its answer
+    output_expires_s: Count = 30 * 24 * 3600  # a batch's output and error files expire this long after written
+    sweep_s: Seconds = 60.0  # how often this runner deletes expired files (idempotent: every replica may)
+    max_output_bytes: Count = 200_000_000  # a batch's output and error files together (gateway.batch.bounds)
+    max_line_output_bytes: Count = 20 * 2**20  # one line's output
     files_quota: int | None = None  # the gateway's per-tenant file quota (a tenant's own wins); None: no quota
 
     def __post_init__(self) -> None:
-        if self.concurrency < 1 or self.max_batches < 1 or self.max_requests < 1 or self.max_attempts < 1:
-            raise ValueError("concurrency, max_batches, max_requests and max_attempts must be >= 1")
-        if self.max_output_bytes < 1 or self.max_line_output_bytes < 1:
-            raise ValueError("max_output_bytes and max_line_output_bytes must be >= 1")
-        if self.output_expires_s < 1 or self.sweep_s <= 0:
-            raise ValueError("output_expires_s must be >= 1 and sweep_s > 0")
-        if self.poll_s <= 0 or self.stop_timeout_s < 0 or self.max_pause_s <= 0:
-            raise ValueError("poll_s and max_pause_s must be > 0, stop_timeout_s >= 0")
         if self.lease_s <= 2 * self.poll_s:
             raise ValueError("lease_s must exceed two polls (poll_s), or a live lease could lapse between renewals")
 
@@ -100,9 +94,8 @@ class BatchRunner:
         self._slots = asyncio.Semaphore(self.config.concurrency)
         self._tasks: dict[str, asyncio.Task] = {}  # batch id -> its task
         self._work: dict[str, _Work] = {}
-        self._loop_task: asyncio.Task | None = None
         self._stopping = False
-        self._wake = asyncio.Event()
+        self._ticks = Periodic("batch-runner", self._tick, self.config.poll_s)
         self._next_sweep = time.monotonic() + self.config.sweep_s  # a sweep_s after start, then every sweep_s
         # While the database is down, one line when each kind of work starts failing and one when it recovers.
         self._claiming = OutageLog(log, "batch runner: claiming batches")
@@ -113,16 +106,16 @@ class BatchRunner:
     # --- lifecycle
 
     async def start(self) -> None:
-        self._loop_task = asyncio.create_task(self._loop(), name="batch-runner")
+        self._ticks.start()
 
     def poke(self) -> None:
         """Look for work now (a batch was just created or cancelled here)."""
-        self._wake.set()
+        self._ticks.wake()
 
     async def stop(self) -> None:
         """Take no new lines; let those in flight finish (bounded), then hand every batch back."""
         self._stopping = True
-        self._wake.set()
+        self._ticks.wake()
         for work in self._work.values():
             work.halted = True
         tasks = list(self._tasks.values())
@@ -131,28 +124,20 @@ class BatchRunner:
             for task in late:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-        if self._loop_task is not None:
-            self._loop_task.cancel()
-            await asyncio.gather(self._loop_task, return_exceptions=True)
+        await self._ticks.stop()
 
-    async def _loop(self) -> None:
-        while True:
-            await self._renew()
-            await self._sweep()
-            try:
-                room = self.config.max_batches - len(self._tasks)
-                if room > 0 and not self._stopping:
-                    for batch_id in await self.store.claim(self.owner, self.config.lease_s, room, list(self._tasks)):
-                        self._tasks[batch_id] = asyncio.create_task(self._own(batch_id), name=f"batch-{batch_id}")
-                    self._claiming.succeeded()
-            except Exception as e:
-                self._claiming.failed(e)
-            try:
-                async with asyncio.timeout(self.config.poll_s):
-                    await self._wake.wait()
-            except TimeoutError:
-                pass
-            self._wake.clear()
+    async def _tick(self) -> None:
+        """Every poll (or poke): keep the leases held, sweep when due, and claim what there is room for."""
+        await self._renew()
+        await self._sweep()
+        try:
+            room = self.config.max_batches - len(self._tasks)
+            if room > 0 and not self._stopping:
+                for batch_id in await self.store.claim(self.owner, self.config.lease_s, room, list(self._tasks)):
+                    self._tasks[batch_id] = asyncio.create_task(self._own(batch_id), name=f"batch-{batch_id}")
+                self._claiming.succeeded()
+        except Exception as e:
+            self._claiming.failed(e)
 
     async def _renew(self) -> None:
         """Keep every batch this runner holds, whatever step it is at; one it lost stops here."""
@@ -202,7 +187,7 @@ class BatchRunner:
                 await asyncio.shield(self.store.release(batch_id, self.owner))
             except Exception:
                 log.exception("batch runner: releasing %s failed (its lease lapses by itself)", batch_id)
-            self._wake.set()
+            self._ticks.wake()
 
     async def _advance(self, batch_id: str) -> None:
         """Step the batch through its states as far as this runner can take it."""
@@ -251,15 +236,17 @@ class BatchRunner:
             return await self.store.move(batch.id, self.owner, state.FAILED, errors=_errors_json(e.errors))
         work = _Work(batch, pending, budget=await self._budget(batch))
         self._work[batch.id] = work
-        watch = asyncio.create_task(self._watch(work))
+        watch = Periodic(f"batch-{batch.id}-watch", lambda: self._watch(work), self.config.poll_s, wait_first=True,
+                         outage=self._watching)
+        watch.start()
         try:
             work.workers = [asyncio.create_task(self._lines(work)) for _ in range(self.config.concurrency)]
             await asyncio.gather(*work.workers)
         finally:
             for task in work.workers:
                 task.cancel()
-            watch.cancel()
-            await asyncio.gather(watch, *work.workers, return_exceptions=True)
+            await asyncio.gather(*work.workers, return_exceptions=True)
+            await watch.stop()
         if self._stopping or work.lost:
             return False
         await self._over_budget(work)
@@ -287,15 +274,8 @@ class BatchRunner:
 
     async def _watch(self, work: _Work) -> None:
         """Every poll: halt the batch when it is cancelled or its window runs out (the loop keeps its lease)."""
-        batch = work.batch
-        while not work.halted:
-            await asyncio.sleep(self.config.poll_s)
-            try:
-                if _expired(batch) or await self.store.status(batch.id) == state.CANCELLING:
-                    work.halted = True
-                self._watching.succeeded()
-            except Exception as e:
-                self._watching.failed(e)
+        if not work.halted and (_expired(work.batch) or await self.store.status(work.batch.id) == state.CANCELLING):
+            work.halted = True
 
     async def _lines(self, work: _Work) -> None:
         """One of the batch's workers: take a line, run it, record it, until none are left or it halts."""

@@ -26,6 +26,8 @@ from gateway.crud.usage import insert_usage
 from gateway.db.database import Database
 from gateway.db.errors import database_unavailable
 from gateway.db.types import utcnow
+from gateway.domain.backoff import Backoff
+from gateway.domain.periodic import Periodic
 from gateway.observability.outage import OutageLog
 
 log = logging.getLogger(__name__)
@@ -111,21 +113,20 @@ class Ledger:
         self._spool = spool
         self._batch_size, self._linger_s = batch_size, linger_s
         self._retries, self._retry_delay_s = retries, retry_delay_s
-        self._replay_interval_s = replay_interval_s
+        self._backoff = Backoff(retry_delay_s)  # a failed batch insert: 1x, 2x, 4x... retry_delay_s
         self._queue: deque[UsageRecord] = deque()
         # Rows whose request is waiting to hear they are durable (record_durably): id(row) -> future.
         self._waiters: dict[int, asyncio.Future] = {}
         self._write_lock = asyncio.Lock()
         self._replay_lock = asyncio.Lock()
         self._wake = asyncio.Event()
-        self._replay_wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task | None = None
-        self._replay_task: asyncio.Task | None = None
         self._stopping = False
         self._closed = False
         self._database_down = False  # the last insert (or probe) could not reach the database
-        self._replaying = OutageLog(log, "usage ledger: replaying the spool")
+        self._replayer = Periodic("usage-spool-replay", self._replay_due, replay_interval_s,
+                                  outage=OutageLog(log, "usage ledger: replaying the spool"))
         self.spooled = self.replayed = self.rejected = self.lost = 0  # rows, since start
 
     @property
@@ -192,7 +193,7 @@ class Ledger:
             await asyncio.to_thread(self._spool.open)
             SPOOL_BYTES.set(self._spool.bytes)
             # Replays at once: rows spooled before a restart or crash are billed now.
-            self._replay_task = asyncio.create_task(self._replay_loop(), name="usage-spool-replay")
+            self._replayer.start()
         self._task = asyncio.create_task(self._run(), name="usage-ledger")
         if self._queue:
             self._wake.set()
@@ -216,11 +217,10 @@ class Ledger:
         # Never cancel them: a cancelled insert would leave its batch unaccounted for.
         self._stopping = True
         self._wake.set()
-        self._replay_wake.set()
-        for task in (self._task, self._replay_task):
-            if task is not None:
-                await task
-        self._task = self._replay_task = None
+        if self._task is not None:
+            await self._task
+        self._task = None
+        await self._replayer.stop()
         await self.flush()
         while self._queue:
             rec = self._queue.popleft()
@@ -256,7 +256,7 @@ class Ledger:
                 log.exception("usage ledger: writing %d rows failed (attempt %d of %d)",
                               len(batch), attempt + 1, self._retries + 1)
                 if attempt < self._retries:
-                    await asyncio.sleep(self._retry_delay_s * 2 ** attempt)
+                    await asyncio.sleep(self._backoff.delay_s(attempt))
         # The batch keeps failing: isolate the bad rows so the good ones still land.
         left: list[UsageRecord] = []
         for rec in batch:
@@ -354,9 +354,7 @@ class Ledger:
             return
         self._database_down = False
         log.info("usage ledger: database answers again; replaying the spool")
-        loop = self._loop
-        if loop is not None:
-            loop.call_soon_threadsafe(self._replay_wake.set)
+        self._replayer.wake()
 
     # --- replaying the spool
 
@@ -425,20 +423,9 @@ class Ledger:
                 self._reject(rec, e)
         return True
 
-    async def _replay_loop(self) -> None:
-        while not self._stopping:
-            try:
-                if self._spool.pending and await asyncio.to_thread(self._reachable):
-                    await self.replay()
-                self._replaying.succeeded()
-            except Exception as e:
-                self._replaying.failed(e)
-            try:
-                async with asyncio.timeout(self._replay_interval_s):
-                    await self._replay_wake.wait()
-            except TimeoutError:
-                pass
-            self._replay_wake.clear()
+    async def _replay_due(self) -> None:
+        if self._spool.pending and await asyncio.to_thread(self._reachable):
+            await self.replay()
 
     def _reachable(self) -> bool:
         """Cheap check before reading a segment while the database is believed down."""

@@ -6,12 +6,13 @@ transaction, so a line is recorded once however often it is attempted."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from gateway.crud import leases
 from gateway.domain import batch_state as state
 from gateway.db.models.batch import Batch, BatchLine
 from gateway.domain.batch_usage import LineUsage
@@ -60,36 +61,28 @@ def status_of(session: Session, *, batch_id: str) -> str | None:
 
 
 def _held(batch_id: str, owner: str):
-    return and_(Batch.id == batch_id, Batch.lease_owner == owner)
+    return leases.held(Batch, batch_id, owner)
 
 
 def claim(session: Session, *, owner: str, now: datetime, lease_s: float, limit: int,
           skip: Iterable[str] = ()) -> list[str]:
     """Up to `limit` runnable batches no live lease holds, now leased to `owner` (oldest first)."""
-    free = or_(Batch.lease_owner.is_(None), Batch.lease_until < now)
-    candidates = list(session.scalars(
-        select(Batch.id).where(Batch.status.in_(state.RUNNABLE), free, Batch.id.not_in(list(skip)))
-        .order_by(Batch.created_at, Batch.id).limit(limit)))
-    claimed = []
-    for batch_id in candidates:
-        # Conditional: of two replicas racing for it, one update matches.
-        won = session.execute(update(Batch).where(Batch.id == batch_id, Batch.status.in_(state.RUNNABLE), free)
-                              .values(lease_owner=owner, lease_until=now + timedelta(seconds=lease_s)))
-        if rowcount(won):
-            claimed.append(batch_id)
+    claimed = leases.claim(session, Batch, where=[Batch.status.in_(state.RUNNABLE)],
+                           order_by=[Batch.created_at, Batch.id], owner=owner, now=now, lease_s=lease_s,
+                           limit=limit, skip=skip)
     session.commit()
     return claimed
 
 
 def renew(session: Session, *, batch_id: str, owner: str, until: datetime) -> bool:
     """Extend the lease; False when `owner` no longer holds it."""
-    done = session.execute(update(Batch).where(_held(batch_id, owner)).values(lease_until=until))
+    renewed = leases.renew(session, Batch, row_id=batch_id, owner=owner, until=until)
     session.commit()
-    return bool(rowcount(done))
+    return renewed
 
 
 def release(session: Session, *, batch_id: str, owner: str) -> None:
-    session.execute(update(Batch).where(_held(batch_id, owner)).values(lease_owner=None, lease_until=None))
+    leases.release(session, Batch, row_id=batch_id, owner=owner)
     session.commit()
 
 
@@ -154,7 +147,7 @@ def finalize(session: Session, *, batch: Batch, owner: str, to: str, now: dateti
             session.add(f)
     done = session.execute(update(Batch).where(_held(batch.id, owner), Batch.status == state.FINALIZING).values(
         status=to, **{state.STAMP[to]: now}, output_file_id=output_file.id if output_file else None,
-        error_file_id=error_file.id if error_file else None, lease_owner=None, lease_until=None))
+        error_file_id=error_file.id if error_file else None, **leases.RELEASED))
     if not rowcount(done):
         session.rollback()
         return False

@@ -24,6 +24,7 @@ from typing import Protocol, runtime_checkable
 from gateway.crud.replica_minutes import record_replica_minute
 from gateway.db.database import Database
 from gateway.db.types import utcnow
+from gateway.domain.periodic import Periodic
 from gateway.observability.outage import OutageLog
 
 log = logging.getLogger(__name__)
@@ -58,8 +59,8 @@ class ReplicaRecorder:
         self._database, self._source = database, source
         self._config = config or RecorderConfig()
         self._clock = clock
-        self._task: asyncio.Task | None = None
         self._sampling = OutageLog(log, "replica recorder: sampling")
+        self._ticks = Periodic("replica-recorder", self._sample_logged, self._config.interval_s)
 
     def sample(self) -> dict[str, int]:
         """Record this minute's counts now (blocking: a worker thread's job); returns them."""
@@ -70,22 +71,14 @@ class ReplicaRecorder:
         return counts
 
     async def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="replica-recorder")
+        self._ticks.start()
 
     async def stop(self) -> None:
         """Stop sampling; the minute in progress is recorded once more on the way out."""
-        if self._task is None:
+        if not self._ticks.running:
             return
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
-        self._task = None
+        await self._ticks.stop()
         await self._sample_logged()
-
-    async def _run(self) -> None:
-        while True:
-            await self._sample_logged()
-            await asyncio.sleep(self._config.interval_s)
 
     async def _sample_logged(self) -> None:
         try:

@@ -9,8 +9,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Annotated, Protocol
 
+from pydantic import Field
+
+from gateway.domain.backoff import Backoff
+from gateway.domain.validation import Count, Seconds, config
 from gateway.events.events import Event, Resync
 
 log = logging.getLogger("tollgate.events")
@@ -40,30 +44,26 @@ class EventBus(Protocol):
         ...
 
 
-@dataclass(slots=True)
+@config(slots=True)
 class EventBusConfig:
-    prefix: str = "tollgate:events"  # Redis keys `<prefix>:version|epoch|log`, channel `<prefix>`
-    tick_s: float = 0.5  # how often a replica compares the version counter with what it applied
-    timeout_s: float = 0.25  # every Redis call
-    log_size: int = 1000  # recent events kept in Redis for replicas that missed a message
-    outbox_size: int = 1000  # events waiting for Redis; beyond it they collapse into one Resync
-    apply_timeout_s: float = 5.0  # an applier slower than this leaves the replica to resync
-    backoff_initial_s: float = 0.05  # reconnecting to Redis: first wait, doubled per failure
-    backoff_max_s: float = 1.0
+    prefix: Annotated[str, Field(min_length=1)] = "tollgate:events"  # keys <prefix>:version|epoch|log, channel <prefix>
+    tick_s: Seconds = 0.5  # how often a replica compares the version counter with what it applied
+    timeout_s: Annotated[float, Field(gt=0, le=0.25)] = 0.25  # every Redis call: never holds a replica up
+    log_size: Count = 1000  # recent events kept in Redis for replicas that missed a message
+    outbox_size: Count = 1000  # events waiting for Redis; beyond it they collapse into one Resync
+    apply_timeout_s: Seconds = 5.0  # an applier slower than this leaves the replica to resync
+    backoff_initial_s: Seconds = 0.05  # reconnecting to Redis: first wait, doubled per failure
+    backoff_max_s: Seconds = 1.0
 
     def __post_init__(self) -> None:
-        if not self.prefix:
-            raise ValueError("prefix must be non-empty")
-        for name in ("tick_s", "timeout_s", "apply_timeout_s", "backoff_initial_s", "backoff_max_s"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.timeout_s > 0.25:
-            raise ValueError(f"timeout_s must be <= 0.25 (a Redis call must never hold a replica up), "
-                             f"got {self.timeout_s}")
-        if self.log_size < 1 or self.outbox_size < 1:
-            raise ValueError("log_size and outbox_size must be >= 1")
         if self.backoff_max_s < self.backoff_initial_s:
             raise ValueError("backoff_max_s must be >= backoff_initial_s")
+
+    @property
+    def backoff(self) -> Backoff:
+        """Between reconnections (and re-sends): doubling, capped, each wait a random 50-100% of its step so
+        replicas that lost Redis together do not all come back in the same instant."""
+        return Backoff(self.backoff_initial_s, self.backoff_max_s, (0.5, 1.0))
 
 
 @dataclass(slots=True)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import random
 import threading
 import time
 import uuid
@@ -50,20 +49,6 @@ class Message:
             return cls(int(m["v"]), str(m["epoch"]), dict(m["body"]))
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"not a bus message: {raw!r:.200}") from e
-
-
-class Backoff:
-    """Waits between reconnection attempts: doubling from `initial_s` up to `max_s`, jittered."""
-
-    def __init__(self, initial_s: float, max_s: float) -> None:
-        self._initial, self._max, self._next = initial_s, max_s, initial_s
-
-    def next(self) -> float:
-        delay, self._next = self._next, min(self._next * 2, self._max)
-        return delay * random.uniform(0.5, 1.0)
-
-    def reset(self) -> None:
-        self._next = self._initial
 
 
 class RedisEventBus:
@@ -160,7 +145,7 @@ class RedisEventBus:
             log.exception("event bus: publish failed", extra={"event": repr(event)})
 
     async def _send_loop(self) -> None:
-        backoff, failing = Backoff(self.config.backoff_initial_s, self.config.backoff_max_s), False
+        retries = 0  # failed sends in a row
         while True:
             await self._wake.wait()
             self._wake.clear()
@@ -170,11 +155,11 @@ class RedisEventBus:
                     await self._send(event)
                 except REDIS_DOWN as e:
                     self.stats.failures += 1
-                    if not failing:
+                    if not retries:
                         log.warning("event bus: cannot publish (%s: %s); retrying with backoff",
                                     type(e).__name__, e)
-                    failing = True
-                    await asyncio.sleep(backoff.next())
+                    await asyncio.sleep(self.config.backoff.delay_s(retries))
+                    retries += 1
                     continue
                 except Exception:
                     # Not Redis (an event that cannot be encoded): retrying would not help.
@@ -182,10 +167,9 @@ class RedisEventBus:
                     log.exception("event bus: cannot publish %r; dropped", event)
                     self._drop_head(event)
                     continue
-                if failing:
+                if retries:
                     log.info("event bus: publishing again")
-                failing = False
-                backoff.reset()
+                retries = 0
                 self.stats.published += 1
                 self._drop_head(event)
 
@@ -201,7 +185,7 @@ class RedisEventBus:
     # -- receiving -----------------------------------------------------------------------
 
     async def _receive_loop(self, applier: Applier, first_attempt: asyncio.Event) -> None:
-        backoff = Backoff(self.config.backoff_initial_s, self.config.backoff_max_s)
+        retries = 0  # failed connections in a row
         was_connected, down_since = False, None
         while True:
             pubsub = self._client.pubsub()
@@ -210,7 +194,7 @@ class RedisEventBus:
                 await self._check(applier)
                 self.connected = True
                 first_attempt.set()
-                backoff.reset()
+                retries = 0
                 if was_connected:
                     self.stats.reconnects += 1
                 if down_since is not None:
@@ -233,7 +217,8 @@ class RedisEventBus:
                 self.connected = False
                 await self._close(pubsub)
             first_attempt.set()
-            await asyncio.sleep(backoff.next())
+            await asyncio.sleep(self.config.backoff.delay_s(retries))
+            retries += 1
 
     async def _subscribe(self, pubsub) -> None:
         """Subscribed for sure: the counter is read only after, so no event falls in between."""

@@ -9,6 +9,8 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from workers.serve import protocol
+
 
 class BackendError(Exception):
     """A version cannot serve the request. Raised before the first chunk only."""
@@ -51,7 +53,7 @@ class VersionInfo:
 @dataclass(slots=True)
 class GenerationRequest:
     """A generation as the engine takes it: the sampling fields are workers.SamplingParams' own (the Ray
-    replica builds its SamplingParams from this, sent as a dict; workers/serve/protocol.py)."""
+    replica builds its SamplingParams from this, sent as a protocol.Request; workers/serve/protocol.py)."""
 
     request_id: str
     version: str
@@ -91,6 +93,10 @@ class GenerationRequest:
     # Upstream versions only: the client's own request body (OpenAI's shape), passed through natively (tools,
     # response_format, logprobs...); the fields above still say what the gateway admitted (max_tokens).
     upstream_body: dict | None = None
+
+    def to_wire(self) -> protocol.Request:
+        """The replica's request: every field but upstream_body, which only upstream versions read."""
+        return protocol.Request(**{name: getattr(self, name) for name in protocol.Request.__struct_fields__})
 
 
 @dataclass(slots=True, frozen=True)
@@ -141,19 +147,14 @@ class GenerationChunk:
     reserved_tokens: int = 0
 
     @classmethod
-    def from_wire(cls, raw: dict) -> GenerationChunk:
-        """From a replica's chunk dict (workers/serve/protocol.py)."""
+    def from_wire(cls, raw: protocol.Chunk) -> GenerationChunk:
+        """From a replica's chunk (workers/serve/protocol.py)."""
         completions = [CompletionDelta(
-            c["index"], c["text"], list(c["token_ids"]), c["finish_reason"],
-            None if c.get("logprobs") is None else [
-                TokenLogprob(lp["token_id"], lp["logprob"], tuple((t, v) for t, v in lp["top"]))
-                for lp in c["logprobs"]],
-            c.get("cumulative_logprob")) for c in raw.get("completions") or ()]
-        if not completions and (raw["text"] or raw["token_ids"] or raw["finish_reason"]):
-            completions = [CompletionDelta(0, raw["text"], list(raw["token_ids"]), raw["finish_reason"])]
-        return cls(raw["text"], list(raw["token_ids"]), raw["prompt_tokens"], raw["completion_tokens"],
-                   raw["cached_tokens"], raw["finish_reason"], completions, raw.get("engine_ms"),
-                   reserved_tokens=int(raw.get("reserved_tokens") or 0))
+            c.index, c.text, c.token_ids, c.finish_reason,
+            None if c.logprobs is None else [TokenLogprob(lp.token_id, lp.logprob, tuple(lp.top)) for lp in c.logprobs],
+            c.cumulative_logprob) for c in raw.completions]
+        return cls(raw.text, raw.token_ids, raw.prompt_tokens, raw.completion_tokens, raw.cached_tokens,
+                   raw.finish_reason, completions, raw.engine_ms, reserved_tokens=raw.reserved_tokens)
 
 
 @runtime_checkable

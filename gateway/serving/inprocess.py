@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import AsyncGenerator
-from dataclasses import asdict
 
 from gateway.catalogue import Catalogue
 from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, TenantQueueFull, VersionInfo,
@@ -55,7 +54,7 @@ class InProcessBackend:
 
     async def stream(self, request: GenerationRequest) -> AsyncGenerator[GenerationChunk, None]:
         engine = self._engine(request.version)
-        wire = asdict(request)
+        wire = request.to_wire()
         params, schedule = sampling_params(wire), schedule_params(wire)  # ValueError naming the field: a 400
         outputs = engine.generate(request.request_id, request.prompt, messages=request.messages, params=params,
                                   cache_salt=request.cache_salt, schedule=schedule)

@@ -14,7 +14,6 @@ import socket
 import threading
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
-from dataclasses import asdict
 
 import ray
 from prometheus_client import REGISTRY
@@ -23,6 +22,7 @@ from ray.exceptions import RayError, RayTaskError
 from ray.serve.exceptions import BackPressureError, RayServeException
 
 from gateway.catalogue import Catalogue
+from gateway.domain.periodic import Periodic
 from gateway.observability.outage import OutageLog
 from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, TenantQueueFull, VersionInfo,
                                   VersionOverloaded, VersionUnavailable)
@@ -30,6 +30,7 @@ from gateway.serving.pool import versions_from_catalogue
 from gateway.settings import Settings
 from workers.engine.async_engine import EngineOverloaded
 from workers.engine.input_processor import InputProcessor
+from workers.serve import protocol
 from workers.serve.protocol import sampling_params, schedule_params
 from workers.serve.app import app_name, deploy
 from workers.serve.config import VersionServeConfig
@@ -61,18 +62,18 @@ class RayServeBackend:
                 prefix_routing=settings.ray_prefix_routing, **serve_overrides)}
         self._models = {v: v.partition("@")[0] for v in self._configs}
         self._first_chunk_timeout_s = first_chunk_timeout_s
-        self._health_poll_s = health_poll_s
-        self._health_outage = OutageLog(log, "ray backend: the health poll")
-        self._metrics_outage = OutageLog(log, "ray backend: reading engine metrics from the hub")
+        # A failed poll (the controller or the hub briefly unreachable) keeps the last view; logged when polls
+        # start failing and when they work again. Health is read once in start(), so its poll waits first.
+        self._health_poller = Periodic("ray-backend-health", self._refresh_health, health_poll_s, wait_first=True,
+                                       outage=OutageLog(log, "ray backend: the health poll"))
+        self._metrics_poller = Periodic("ray-backend-metrics", self._read_engine_metrics, metrics_poll_s,
+                                        outage=OutageLog(log, "ray backend: reading engine metrics from the hub"))
         self._handles: dict[str, serve.handle.DeploymentHandle] = {}
         self._inputs: dict[str, InputProcessor] = {}
         self._health = VersionHealth()
         self._replicas: dict[str, int] = {}  # per version, as of the last status poll (economics)
-        self._poller: asyncio.Task | None = None
         # The pool's engine series, summed over replicas, on this process's /metrics (workers/serve/metrics_relay.py).
-        self._metrics_poll_s = metrics_poll_s
         self._engine_metrics = RelayedMetrics()
-        self._metrics_poller: asyncio.Task | None = None
         self._started_ray = False
 
     # -- life cycle ----------------------------------------------------------------------
@@ -105,18 +106,15 @@ class RayServeBackend:
                                                      kv_capacity_tokens=info["kv_capacity_tokens"],
                                                      block_size=info["block_size"])
         await self._refresh_health()
-        self._poller = asyncio.create_task(self._poll_health(), name="ray-backend-health")
+        self._health_poller.start()
         REGISTRY.register(self._engine_metrics)
-        self._metrics_poller = asyncio.create_task(self._poll_engine_metrics(), name="ray-backend-metrics")
+        self._metrics_poller.start()
 
     async def stop(self) -> None:
-        for task in (self._poller, self._metrics_poller):
-            if task is not None:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-        if self._metrics_poller is not None:
+        await self._health_poller.stop()
+        if self._metrics_poller.running:
+            await self._metrics_poller.stop()
             REGISTRY.unregister(self._engine_metrics)
-        self._poller = self._metrics_poller = None
         self._handles = {}
         # The pool outlives a gateway on a shared cluster; only a Ray this backend started goes.
         if self._started_ray:
@@ -176,25 +174,8 @@ class RayServeBackend:
         self._health.update(running, time.monotonic())
         self._replicas = running
 
-    async def _poll_health(self) -> None:
-        while True:
-            await asyncio.sleep(self._health_poll_s)
-            try:
-                await self._refresh_health()
-                self._health_outage.succeeded()
-            except Exception as e:
-                # A supervisor loop: a failed poll (the controller briefly unreachable, say) keeps
-                # the last view; logged when polls start failing and when they work again.
-                self._health_outage.failed(e)
-
-    async def _poll_engine_metrics(self) -> None:
-        while True:
-            try:
-                self._engine_metrics.update(await read_hub())
-                self._metrics_outage.succeeded()
-            except Exception as e:  # metrics never take the backend down: keep the last view, try again
-                self._metrics_outage.failed(e)
-            await asyncio.sleep(self._metrics_poll_s)
+    async def _read_engine_metrics(self) -> None:
+        self._engine_metrics.update(await read_hub())
 
     @property
     def replica_pool(self) -> str:
@@ -219,15 +200,16 @@ class RayServeBackend:
         finally:
             await chunks.aclose()  # the caller left early: cancel the replica's generation now
 
-    async def stream_raw(self, request: GenerationRequest, *, prefix_key: str | None = None) -> AsyncIterator[dict]:
+    async def stream_raw(self, request: GenerationRequest, *,
+                         prefix_key: str | None = None) -> AsyncIterator[protocol.Chunk]:
         """Chunks as the replica sends them (the first names `version` and `replica`)."""
         version = request.version
         handle = self._handles.get(version)
         if handle is None:
             raise VersionUnavailable(f"version {version!r} is not deployed")
-        payload = asdict(request)
-        # ValueError naming the field: a 400, before a replica is bothered
-        sampling_params(payload), schedule_params(payload)
+        wire = request.to_wire()
+        sampling_params(wire), schedule_params(wire)  # ValueError naming the field: a 400, before a replica is bothered
+        payload = protocol.encode(wire)
         if not self._health.healthy(version):
             raise VersionUnavailable(f"version {version!r} has no ready replica")
         gen = handle.options(stream=True).generate.remote(payload, prefix_key=prefix_key)
@@ -238,7 +220,7 @@ class RayServeBackend:
         finished = settled = False
         try:
             try:
-                first = await asyncio.wait_for(gen.__anext__(), self._first_chunk_timeout_s)
+                first = protocol.decode_chunk(await asyncio.wait_for(gen.__anext__(), self._first_chunk_timeout_s))
             except StopAsyncIteration:
                 settled = True
                 raise VersionUnavailable(f"{version}: the replica ended the stream without output") from None
@@ -261,13 +243,14 @@ class RayServeBackend:
                 raise VersionUnavailable(f"{version}: replica lost before the first token: {e}") from e
             chunk = first
             while True:
-                sent, prompt_tokens = chunk["completion_tokens"], chunk["prompt_tokens"]
-                finished = chunk["finish_reason"] is not None
+                sent, prompt_tokens = chunk.completion_tokens, chunk.prompt_tokens
+                finished = chunk.finish_reason is not None
                 yield chunk
                 if finished:
                     return
                 try:
-                    chunk = await asyncio.wait_for(gen.__anext__(), max(0.0, deadline - time.monotonic()))
+                    chunk = protocol.decode_chunk(
+                        await asyncio.wait_for(gen.__anext__(), max(0.0, deadline - time.monotonic())))
                 except StopAsyncIteration:
                     settled = True
                     raise ReplicaLost(f"{version}: stream ended without a finish reason", version=version,

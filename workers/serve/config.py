@@ -1,59 +1,48 @@
 """One Serve deployment's settings: which engine a replica builds and how the pool scales."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from workers.validation import validated
+
+NonNegative = Annotated[float, Field(ge=0)]
 
 
-@dataclass(slots=True)
+@validated(slots=True)
 class VersionServeConfig:
-    version: str  # "smollm2-135m-instruct@fp32"
-    engine: dict  # workers.EngineConfig keyword arguments (model included)
-    min_replicas: int = 1  # the warm floor the autoscaler keeps
-    max_replicas: int = 1
+    version: Annotated[str, Field(pattern="@")]  # "smollm2-135m-instruct@fp32"
+    engine: dict[str, Any]  # workers.EngineConfig keyword arguments (model included)
+    min_replicas: Annotated[int, Field(ge=0)] = 1  # the warm floor the autoscaler keeps
+    max_replicas: Annotated[int, Field(ge=1)] = 1
     # Loaded replicas kept on top of the warm floor: the autoscaler never goes below
     # min_replicas + standby, so a burst lands on replicas that are already warm
     # while any further ones load. They count against max_replicas + standby too.
-    standby: int = 0
-    target_ongoing_requests: float = 16
-    upscale_delay_s: float = 5.0
-    downscale_delay_s: float = 60.0
-    num_cpus: float = 1.0  # Ray CPUs per replica (fractions let several share a core)
+    standby: Annotated[int, Field(ge=0)] = 0
+    target_ongoing_requests: Annotated[float, Field(gt=0)] = 16
+    upscale_delay_s: NonNegative = 5.0
+    downscale_delay_s: NonNegative = 60.0
+    num_cpus: NonNegative = 1.0  # Ray CPUs per replica (fractions let several share a core)
     # Ray GPUs per replica. Ray then shows the replica its GPU (CUDA_VISIBLE_DEVICES), so the engine's default
     # device is CUDA and its kernel set Triton; its KV cache takes gpu_memory_utilization of that GPU.
-    num_gpus: float = 0.0
-    max_ongoing_requests: int = 64  # per replica; the engine batches these together
+    num_gpus: NonNegative = 0.0
+    max_ongoing_requests: Annotated[int, Field(ge=1)] = 64  # per replica; the engine batches these together
     max_queued_requests: int = 256  # per caller; beyond it the handle refuses (overloaded)
     prefix_routing: bool = False  # prefer the replica that last served the same prompt prefix
-    health_check_period_s: float = 2.0
-    health_check_timeout_s: float = 30.0
+    health_check_period_s: Annotated[float, Field(gt=0)] = 2.0
+    health_check_timeout_s: Annotated[float, Field(gt=0)] = 30.0
     warmup_prompt: str = "Hello"
     env: dict[str, str] = field(default_factory=dict)  # replica environment (e.g. OMP_NUM_THREADS)
 
     def __post_init__(self) -> None:
-        if "@" not in self.version:
-            raise ValueError(f"version must be model@version, got {self.version!r}")
-        if not isinstance(self.engine, dict) or "model" not in self.engine:
+        if "model" not in self.engine:
             raise ValueError("engine must be a dict of EngineConfig fields including 'model'")
-        if self.min_replicas < 0:
-            raise ValueError(f"min_replicas must be >= 0, got {self.min_replicas}")
-        if self.max_replicas < 1 or self.max_replicas < self.min_replicas:
-            raise ValueError(f"max_replicas must be >= max(1, min_replicas), got {self.max_replicas}")
-        if self.standby < 0:
-            raise ValueError(f"standby must be >= 0, got {self.standby}")
-        if self.target_ongoing_requests <= 0:
-            raise ValueError(f"target_ongoing_requests must be > 0, got {self.target_ongoing_requests}")
-        if self.upscale_delay_s < 0 or self.downscale_delay_s < 0:
-            raise ValueError("upscale_delay_s and downscale_delay_s must be >= 0")
-        if self.num_cpus < 0:
-            raise ValueError(f"num_cpus must be >= 0, got {self.num_cpus}")
-        if self.num_gpus < 0:
-            raise ValueError(f"num_gpus must be >= 0, got {self.num_gpus}")
-        if self.max_ongoing_requests < 1:
-            raise ValueError(f"max_ongoing_requests must be >= 1, got {self.max_ongoing_requests}")
+        if self.max_replicas < self.min_replicas:
+            raise ValueError(f"max_replicas must be >= min_replicas={self.min_replicas}, got {self.max_replicas}")
         if self.max_queued_requests < 1 and self.max_queued_requests != -1:
             raise ValueError(f"max_queued_requests must be >= 1 or -1 (unbounded), got {self.max_queued_requests}")
-        if self.health_check_period_s <= 0 or self.health_check_timeout_s <= 0:
-            raise ValueError("health_check_period_s and health_check_timeout_s must be > 0")
 
     @property
     def floor(self) -> int:

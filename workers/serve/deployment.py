@@ -15,10 +15,7 @@ from workers.config import EngineConfig
 from workers.engine.async_engine import AsyncEngine
 from workers.sampling_params import SamplingParams
 from workers.serve.metrics_relay import MetricsPusher
-from workers.serve.protocol import SAMPLING_FIELDS, ChunkWriter, sampling_params, schedule_params
-
-# GenerationRequest fields a replica turns into SamplingParams (the wire format: workers/serve/protocol.py).
-_SAMPLING = SAMPLING_FIELDS
+from workers.serve.protocol import ChunkWriter, decode_request, encode, sampling_params, schedule_params
 
 
 class VersionServer:
@@ -49,16 +46,16 @@ class VersionServer:
                 "max_model_len": self._engine.max_model_len, "kv_capacity_tokens": ip.kv_capacity_tokens,
                 "block_size": ip.block_size, "active": self._active}
 
-    async def generate(self, request: dict, prefix_key: str | None = None) -> AsyncIterator[dict]:
-        """Stream delta chunks (GenerationChunk fields as a dict, plus `completions`, `logprobs` and
-        `cumulative_logprob`: workers/serve/protocol.py). The first carries `version` and `replica`.
-        When the caller cancels, closing the engine stream aborts the request (all n completions).
-        `prefix_key` is read by the prefix-affinity request router, not here."""
+    async def generate(self, data: bytes, prefix_key: str | None = None) -> AsyncIterator[bytes]:
+        """A msgpack protocol.Request in, msgpack protocol.Chunks out (workers/serve/protocol.py); the first
+        chunk names `version` and `replica`. When the caller cancels, closing the engine stream aborts the
+        request (all n completions). `prefix_key` is read by the prefix-affinity request router, not here."""
+        request = decode_request(data)
         params, schedule = sampling_params(request), schedule_params(request)
         # A fresh id per attempt: a retry may reach this replica while the last one still aborts.
-        rid = f"{request['request_id']}-{uuid.uuid4().hex[:8]}"
-        outputs = self._engine.generate(rid, request.get("prompt"), messages=request.get("messages"), params=params,
-                                        cache_salt=request.get("cache_salt"), schedule=schedule)
+        rid = f"{request.request_id}-{uuid.uuid4().hex[:8]}"
+        outputs = self._engine.generate(rid, request.prompt, messages=request.messages, params=params,
+                                        cache_salt=request.cache_salt, schedule=schedule)
         first = True
         write = ChunkWriter()
         self._active += 1
@@ -66,9 +63,9 @@ class VersionServer:
             async for out in outputs:
                 chunk = write(out)
                 if first:
-                    chunk |= {"version": self._version, "replica": self._replica}
+                    chunk.version, chunk.replica = self._version, self._replica
                     first = False
-                yield chunk
+                yield encode(chunk)
         finally:
             self._active -= 1
             await outputs.aclose()

@@ -3,7 +3,6 @@ import random
 
 import pytest
 
-from gateway.alerts.backoff import retry_delay_s
 from gateway.alerts.config import AlertsConfig
 from gateway.alerts.signing import signature, verify
 
@@ -40,12 +39,12 @@ def test_verify_accepts_any_of_several_v1_values():
 def test_backoff_doubles_with_jitter_and_is_capped():
     config = AlertsConfig(backoff_s=1.0, backoff_max_s=10.0, jitter=0.2)
     rand = random.Random(1)
-    delays = [retry_delay_s(n, config, rand) for n in range(1, 7)]
+    delays = [config.backoff.delay_s(n - 1, rand) for n in range(1, 7)]
     for n, d in enumerate(delays, start=1):
         base = min(2 ** (n - 1), 10.0)
         assert base * 0.8 <= d <= base * 1.2
     exact = AlertsConfig(backoff_s=1.0, backoff_max_s=10.0, jitter=0)
-    assert [retry_delay_s(n, exact) for n in (1, 2, 3, 4, 5)] == [1, 2, 4, 8, 10]
+    assert [exact.backoff.delay_s(n) for n in (0, 1, 2, 3, 4)] == [1, 2, 4, 8, 10]
 
 
 @pytest.mark.parametrize("kw", [{"poll_s": 0}, {"timeout_s": 10, "lease_s": 5}, {"max_attempts": 0},

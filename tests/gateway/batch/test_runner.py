@@ -110,10 +110,11 @@ async def test_a_crashed_runner_is_taken_over_without_running_a_line_twice(datab
     monkeypatch.setattr(first.store, "release", _no_release)
     await first.start()
     await until(lambda: get(database, batch_id).completed >= 8)
-    first._loop_task.cancel()
+    ticking = first._ticks._task  # killed, not stopped: no clean stop hands anything back
+    ticking.cancel()
     for task in list(first._tasks.values()):
         task.cancel()
-    await asyncio.gather(first._loop_task, *first._tasks.values(), return_exceptions=True)
+    await asyncio.gather(ticking, *first._tasks.values(), return_exceptions=True)
     recorded_before = get(database, batch_id).completed
     assert get(database, batch_id).lease_owner == first.owner and recorded_before < 30
     second = runner(database, endpoint, concurrency=4)

@@ -1,7 +1,7 @@
-"""GenerationChunk.from_wire: the replica's chunk dict, metered engine time included."""
+"""GenerationChunk.from_wire: the replica's chunk, metered engine time included."""
 from gateway.serving.base import GenerationChunk
 from workers.outputs import CompletionOutput, RequestOutput
-from workers.serve.protocol import ChunkWriter
+from workers.serve.protocol import Chunk, ChunkWriter
 
 
 def test_engine_ms_travels_from_the_engine_output_to_the_gateway_chunk():
@@ -11,6 +11,4 @@ def test_engine_ms_travels_from_the_engine_output_to_the_gateway_chunk():
 
 
 def test_a_replica_that_does_not_meter_gives_none():
-    raw = {"text": "", "token_ids": [], "prompt_tokens": 2, "completion_tokens": 0, "cached_tokens": 0,
-           "finish_reason": None}
-    assert GenerationChunk.from_wire(raw).engine_ms is None
+    assert GenerationChunk.from_wire(Chunk("", [], 2, 0, 0)).engine_ms is None

@@ -47,8 +47,8 @@ async def test_full_queue_is_overloaded_before_the_first_chunk(backend):
     with pytest.raises(VersionOverloaded):
         async for _ in backend.stream_raw(long(2)):  # the third has no room anywhere
             pass
-    assert first["version"] == VERSION
+    assert first.version == VERSION
     await running.aclose()
     second = await asyncio.wait_for(queued, 30)  # the queued one runs once the first leaves
-    assert second["version"] == VERSION
+    assert second.version == VERSION
     await waiting.aclose()

@@ -6,6 +6,7 @@ from collections import defaultdict
 
 import pytest
 
+from workers.serve import protocol
 from workers.serve.app import app_name, deploy
 from workers.serve.config import VersionServeConfig
 from workers.serve.prefix_router import prefix_key
@@ -34,13 +35,13 @@ async def test_same_system_prompt_same_replica_and_cache_hits(handle):
     async def one(i: int) -> None:
         system = SYSTEMS[i % len(SYSTEMS)]
         messages = [{"role": "system", "content": system}, {"role": "user", "content": f"Question {i}?"}]
-        req = {"request_id": f"p-{i}", "messages": messages, "max_tokens": 1, "temperature": 0}
+        req = protocol.encode(protocol.Request(request_id=f"p-{i}", messages=messages, max_tokens=1, temperature=0))
         key = prefix_key(messages=messages)
         first = None
         async for chunk in handle.options(stream=True).generate.remote(req, prefix_key=key):
-            first = first or chunk
-        replicas[system].add(first["replica"])
-        cached[system].append(first["cached_tokens"])
+            first = first or protocol.decode_chunk(chunk)
+        replicas[system].add(first.replica)
+        cached[system].append(first.cached_tokens)
 
     for wave in range(3):  # sequential waves: later ones find the earlier prefixes cached
         await asyncio.gather(*(one(wave * len(SYSTEMS) + j) for j in range(len(SYSTEMS))))

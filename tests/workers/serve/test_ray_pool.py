@@ -91,9 +91,9 @@ async def test_split_over_300_requests(backend, catalogue):
             return await serve_once(backend, router, request_id=f"split-{i}")
 
     results = await asyncio.gather(*[one(i) for i in range(300)])
-    served = [chunks[0]["version"] for _, chunks in results]
-    assert all(chunks[0]["version"] == d.version for d, chunks in results)
-    assert all(chunks[-1]["finish_reason"] == "length" and chunks[-1]["completion_tokens"] == 1
+    served = [chunks[0].version for _, chunks in results]
+    assert all(chunks[0].version == d.version for d, chunks in results)
+    assert all(chunks[-1].finish_reason == "length" and chunks[-1].completion_tokens == 1
                for _, chunks in results)
     share = served.count(BF16) / len(served)
     assert 0.07 <= share <= 0.13, share
@@ -102,12 +102,12 @@ async def test_split_over_300_requests(backend, catalogue):
 async def test_user_sticks_and_pin_is_honoured(backend, catalogue):
     router = lenient_router(catalogue)
     for user in ("alice", "bob"):
-        seen = {(await serve_once(backend, router, request_id=f"{user}-{i}", user=user))[1][0]["version"]
+        seen = {(await serve_once(backend, router, request_id=f"{user}-{i}", user=user))[1][0].version
                 for i in range(5)}
         assert len(seen) == 1
     for pin, want in (("bf16", BF16), (FP32, FP32)):
         _, chunks = await serve_once(backend, router, request_id=f"pin-{pin}", pin=pin)
-        assert chunks[0]["version"] == want
+        assert chunks[0].version == want
 
 
 async def test_leaving_early_aborts_on_the_replica(backend):
@@ -132,7 +132,7 @@ async def test_replica_killed_mid_stream(backend, catalogue):
     received = 0
     with pytest.raises(ray_backend.ReplicaLost) as lost:
         async for c in backend.stream_raw(req):
-            received += len(c["token_ids"])
+            received += len(c.token_ids)
             if received == 3:
                 os.kill(pid, signal.SIGKILL)
     assert lost.value.completion_tokens == received >= 3  # what was sent is what is billed
@@ -142,12 +142,12 @@ async def test_replica_killed_mid_stream(backend, catalogue):
     user = next(u for u in (f"user-{i}" for i in range(100))
                 if router.resolve("chat", request_id="x", user=u).version == FP32)
     decision, chunks = await serve_once(backend, router, request_id="after-kill", user=user)
-    assert decision.candidates == [FP32, BF16] and chunks[0]["version"] == BF16
+    assert decision.candidates == [FP32, BF16] and chunks[0].version == BF16
 
     # Serve replaces the replica; the version serves again.
     await wait_health(backend, FP32, True)
     _, chunks = await serve_once(backend, router, request_id="recovered", pin="fp32")
-    assert chunks[0]["version"] == FP32 and (await backend.describe(FP32))["pid"] != pid
+    assert chunks[0].version == FP32 and (await backend.describe(FP32))["pid"] != pid
 
 
 async def test_failing_canary_leaves_rotation(backend, catalogue):
@@ -159,7 +159,7 @@ async def test_failing_canary_leaves_rotation(backend, catalogue):
     started = time.monotonic()
     for i, user in enumerate(canary_users):
         _, chunks = await serve_once(backend, router, request_id=f"canary-{i}", user=user)
-        assert chunks[0]["version"] == FP32  # the fallback answers while the canary fails
+        assert chunks[0].version == FP32  # the fallback answers while the canary fails
         if router.route("chat")["weights"][BF16] == 0:
             break
     assert router.route("chat")["weights"] == {FP32: 100, BF16: 0}

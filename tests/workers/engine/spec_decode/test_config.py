@@ -1,7 +1,7 @@
 import pytest
 
 from workers.config import EngineConfig
-from workers.serve.protocol import sampling_params
+from workers.serve.protocol import Request, sampling_params
 from workers.speculative_config import SpeculativeConfig
 
 
@@ -43,7 +43,7 @@ def test_the_catalogue_engine_block_reaches_the_engine_config():
 
 
 def test_a_request_may_opt_out_on_the_wire():
-    assert sampling_params({}).speculative is True
-    assert sampling_params({"speculative": False}).speculative is False
+    assert sampling_params(Request(request_id="r")).speculative is True
+    assert sampling_params(Request(request_id="r", speculative=False)).speculative is False
     with pytest.raises(ValueError, match="speculative"):
-        sampling_params({"speculative": "no"})
+        sampling_params(Request(request_id="r", speculative="no"))

@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install serve test services migrate bench clean vendor-console
+.PHONY: install serve test test-fast services migrate bench clean vendor-console
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
@@ -36,6 +36,11 @@ lint-imports: $(STAMP)
 
 test: $(STAMP) services
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=30 $(PYTEST_ARGS)
+
+# The inner loop: no model, Ray, browser, Triton interpreter or PostgreSQL runs (the `slow` marker, set in
+# tests/conftest.py); `make test` runs everything.
+test-fast: $(STAMP) services
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow and not postgres" $(PYTEST_ARGS)
 
 # The console's JavaScript and CSS (htmx, uPlot) from the npm registry; versions and sha256 in vendor.json.
 vendor-console:

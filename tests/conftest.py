@@ -36,3 +36,23 @@ def real_gateway(tmp_path_factory, gw_catalogue):
     backend = InProcessBackend(gw_catalogue, {"max_num_seqs": 16, "num_threads": 2}, versions=[FP32])
     with LiveServer(create_app(settings, backend=backend)) as server:
         yield server, settings
+
+
+# `make test-fast` runs `-m "not slow and not postgres"`: no model, no Ray, no browser, no Triton interpreter,
+# no servers of the test's own. A test is slow when it asks for one of these session fixtures (loading the
+# model or starting the thing), sits in a folder that is all such tests, or says so itself (@pytest.mark.slow).
+SLOW_FIXTURES = frozenset({"model_runner", "dense_runner", "hf_model", "hf_tokenizer", "hf_references", "real_llm",
+                           "real_gateway", "gguf_path", "embedder", "ray_cluster", "browser", "console_server",
+                           "fuzzed", "two_gateways"})
+SLOW_FOLDERS = ("conformance", "console", "faults", "workers/kernels/triton", "workers/serve", "gateway/embedding")
+SLOW_MARKERS = ("model", "ray")
+
+
+def pytest_collection_modifyitems(config, items):
+    root = config.rootpath / "tests"
+    folders = tuple(root / folder for folder in SLOW_FOLDERS)
+    for item in items:
+        if (SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+                or any(item.path.is_relative_to(f) for f in folders)
+                or any(item.get_closest_marker(m) for m in SLOW_MARKERS)):
+            item.add_marker(pytest.mark.slow)

@@ -25,6 +25,7 @@ def test_examples_read_earlier_turns_and_both_orders():
                         ("Going to Oslo soon.\nWhat should I bring?", "I'm off to Oslo.\nWhat should I pack?", 1.0)]
 
 
+@pytest.mark.slow  # trains (tiny) and loads a cross-encoder
 def test_a_tiny_run_writes_weights_the_cross_encoder_loads(tmp_path):
     base = CrossEncoderConfig().base_path
     model = training.train(PAIRS, layers=1, epochs=1, lr=1e-4, batch=4, max_length=32, seed=0, threads=1, base=base)

@@ -36,6 +36,7 @@ def installed(tmp_path_factory) -> Path:
     return target
 
 
+@pytest.mark.slow  # builds and installs a wheel
 def test_resources_resolve_inside_the_installed_package(installed, root, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOLLGATE_") and k != "PYTHONPATH"}
     out = subprocess.run([sys.executable, "-c", PROBE], cwd=tmp_path, env={**env, "PYTHONPATH": str(installed)},

@@ -85,14 +85,19 @@ class ThrowawayPostgres:
     """A cluster of its own (initdb as the postgres user, trust auth) with one database, `tollgate`.
     stop() is an immediate shutdown (clients see the server vanish), start() brings the same data back."""
 
-    def __init__(self) -> None:
+    def __init__(self, template: Path | None = None) -> None:
+        """`template`: the data directory of a stopped cluster that already holds `tollgate` (another server's
+        `data`): copied instead of an initdb, which costs seconds where the copy costs a fraction of one."""
         self.port = free_port()
         self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/tollgate"
         self._dir = Path(tempfile.mkdtemp(prefix="tg-pg-"))
-        self._data = self._dir / "data"
+        self.data = self._dir / "data"
         shutil.chown(self._dir, "postgres", "postgres")
-        self._as_postgres(_pg_bin("initdb"), "-D", str(self._data), "--auth=trust", "-U", "postgres", "-E", "UTF8")
-        self.started = False
+        if template is None:
+            self._as_postgres(_pg_bin("initdb"), "-D", str(self.data), "--auth=trust", "-U", "postgres", "-E", "UTF8")
+        else:
+            self._as_postgres("cp", "-a", str(template), str(self.data))
+        self.started = template is not None
 
     def _as_postgres(self, *cmd: str) -> None:
         prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
@@ -101,7 +106,7 @@ class ThrowawayPostgres:
 
     def start(self) -> ThrowawayPostgres:
         options = f"-p {self.port} -k {self._dir} -c listen_addresses=127.0.0.1 -c fsync=off"
-        self._as_postgres(_pg_bin("pg_ctl"), "-D", str(self._data), "-o", options, "-w", "-l",
+        self._as_postgres(_pg_bin("pg_ctl"), "-D", str(self.data), "-o", options, "-w", "-l",
                           str(self._dir / "log"), "start")
         _wait_port(self.port, up=True)
         if not self.started:
@@ -110,8 +115,9 @@ class ThrowawayPostgres:
             self.started = True
         return self
 
-    def stop(self) -> None:
-        self._as_postgres(_pg_bin("pg_ctl"), "-D", str(self._data), "-m", "immediate", "-w", "stop")
+    def stop(self, mode: str = "immediate") -> None:
+        """`immediate` by default (clients see the server vanish); `fast` leaves a clean checkpoint behind."""
+        self._as_postgres(_pg_bin("pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop")
         _wait_port(self.port, up=False)
 
     def close(self) -> None:

@@ -31,10 +31,19 @@ BODY = {"model": "smollm2-135m-instruct", "messages": [{"role": "user", "content
 MADE_UP_KEY = "tg-" + "Z" * 43  # well formed, in no database
 
 
-@pytest.fixture
-def pg():
+@pytest.fixture(scope="module")
+def pg_template():
+    """One cluster initialised, migrated and seeded, then stopped: each test's server starts from a copy."""
     server = ThrowawayPostgres().start()
     migrate_and_seed(server.url, load_catalogue(Settings().catalogue))
+    server.stop("fast")
+    yield server.data
+    server.close()
+
+
+@pytest.fixture
+def pg(pg_template):
+    server = ThrowawayPostgres(template=pg_template).start()
     yield server
     server.close()
 

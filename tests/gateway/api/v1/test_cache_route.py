@@ -191,6 +191,7 @@ def test_an_exact_repeat_sent_as_the_answer_ends_hits(server, backend, db, monke
     wait_stored(server, tenant_id, 2)
 
 
+@pytest.mark.slow  # the app embeds with the real MiniLM
 def test_a_paraphrase_is_a_semantic_hit(server, backend, db):
     tenant_id, key = make_tenant(db[1])
     chat(server, key, ask("What is the capital of France?"))

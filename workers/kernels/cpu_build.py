@@ -140,6 +140,7 @@ def _compile(cc: str, flags: tuple[str, ...], target: Path) -> Path:
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
         if result.returncode != 0:
             raise KernelBuildError(f"{' '.join(cmd)} failed:\n{result.stderr.strip()}")
+        os.chmod(tmp, 0o755)  # mkstemp's 0600 would keep a prebuilt folder's libraries from other users
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):

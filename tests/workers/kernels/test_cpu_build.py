@@ -87,3 +87,8 @@ def test_a_prebuilt_folder_without_a_library_for_this_cpu_is_an_error(tmp_path, 
     monkeypatch.setenv(cpu_build.PREBUILT_ENV, str(tmp_path))
     with pytest.raises(cpu_build.KernelBuildError, match=cpu_build.PREBUILT_ENV):
         cpu_build.build()
+
+
+def test_prebuilt_libraries_are_readable_by_other_users(portable):
+    _, files = portable
+    assert all(f.stat().st_mode & 0o005 == 0o005 for f in files)  # the image's user is not the builder

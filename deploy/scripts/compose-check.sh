@@ -3,10 +3,11 @@
 # Docker-compatible socket and stand-in base images from ../shared/compose-here), as a user runs it:
 #   1. ../shared/compose-here/setup.sh (podman, docker-compose 1.29, base images; safe to run again);
 #   2. deploy/scripts/make-env.sh into a scratch folder, the gateway published on a free port;
-#   3. `docker-compose up -d --build` with the extra worker, then the README's flow against the published port:
-#      admin key from the env file, tenant, key, chat plain and streamed, the bill, /metrics with its token;
+#   3. `docker-compose build`, the image sizes against their limits (gateway 1.5 GB, worker 2.5 GB), `up -d`
+#      with the extra worker, then the README's flow against the published port: admin key from the env file,
+#      tenant, key, chat plain and streamed, the bill, /metrics with its token;
 #   4. the extra Ray worker killed while 40 chats are in flight: every request must still succeed;
-#   5. `migrate` run again (the upgrade path: idempotent), image sizes, users, no secret in `inspect`;
+#   5. `migrate` run again (the upgrade path: idempotent), users, no secret in `inspect`;
 #   6. `down -v`, whatever happened (also at the start, for a run that was killed); on success, the hash of the
 #      deployment files into deploy/compose-checked.sha (.ci/run runs this check when they differ from it).
 # Bounded: each wait has its deadline, and the whole run COMPOSE_CHECK_TIMEOUT_S (default 2400 s).
@@ -67,6 +68,16 @@ nice -n 10 "${dc[@]}" build 2>&1 | grep -E '^(Building|Successfully|Error|ERROR)
   | cut -c1-120 | sed 's/^/  /' || fail "the images did not build"
 for image in tollgate-gateway:latest tollgate-worker:latest; do
   podman image exists "$image" || fail "$image was not built"
+done
+log "image sizes (limits: gateway 1.5 GB, worker 2.5 GB, on the raw size; the base here is the stand-in"
+log "  python:3.11-slim, larger than Docker Hub's (it carries a torch wheel for offline builds): the size over it"
+log "  is what the project adds)"
+base_bytes=$(podman image inspect -f '{{.Size}}' python:3.11-slim)
+for entry in tollgate-gateway:latest=1.5 tollgate-worker:latest=2.5; do
+  image=${entry%=*} limit=${entry#*=}
+  bytes=$(podman image inspect -f '{{.Size}}' "$image")
+  log "  $image: $(python3 -c "print(f'{$bytes / 1e9:.2f} GB, {($bytes - $base_bytes) / 1e9:.2f} GB over the base image ({$base_bytes / 1e9:.2f} GB); limit $limit GB')")"
+  python3 -c "import sys; sys.exit($bytes > $limit * 1e9)" || fail "$image is over its $limit GB"
 done
 log "up -d"
 compose up -d 2>&1 | sed 's/^/  /'
@@ -160,12 +171,5 @@ for id in $(compose ps -q); do
 done
 log "  inspect shows none of POSTGRES_PASSWORD, TOLLGATE_ADMIN_KEY, TOLLGATE_METRICS_TOKEN"
 
-log "image sizes (limits: gateway 1.5 GB, worker 2.5 GB; the base here is the stand-in python:3.11-slim, which"
-log "  carries a torch wheel for offline builds: the layers over it are what the project adds)"
-base_bytes=$(podman image inspect -f '{{.Size}}' python:3.11-slim)
-for image in tollgate-gateway:latest tollgate-worker:latest; do
-  bytes=$(podman image inspect -f '{{.Size}}' "$image")
-  log "  $image: $(python3 -c "print(f'{$bytes / 1e9:.2f} GB, {($bytes - $base_bytes) / 1e9:.2f} GB over the base image ({$base_bytes / 1e9:.2f} GB)')")"
-done
 bash deploy/scripts/compose-hash.sh >deploy/compose-checked.sha  # .ci/run: these files have passed
 log "ok in ${SECONDS}s; recorded deploy/compose-checked.sha (commit it)"

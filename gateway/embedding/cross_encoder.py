@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from gateway.embedding.embedder import EmbedderConfig
-from gateway.embedding.onnx_model import (Graph, default_cache_dir, exported, model_key, package_name, session,
-                                          written_atomically)
+from gateway.embedding.onnx_model import (Graph, default_cache_dir, default_prebuilt_dir, exported, model_key,
+                                          package_name, prebuilt_file, session, written_atomically)
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "pair_judge.safetensors"
@@ -38,15 +38,23 @@ class CrossEncoderConfig:
     cache_dir: Path = field(default_factory=default_cache_dir)
     threads: int = 1
     quantize: bool = True  # int8 weights (dynamic quantization); False: the float32 export as trained
+    # Exports made ahead of time (prebuild.py; the gateway image's): used instead of cache_dir, no torch needed.
+    prebuilt: Path | None = field(default_factory=default_prebuilt_dir)
 
     def __post_init__(self) -> None:
         self.weights, self.base_path, self.cache_dir = Path(self.weights), Path(self.base_path), Path(self.cache_dir)
+        self.prebuilt = None if self.prebuilt is None else Path(self.prebuilt)
         if not self.weights.is_file():
             raise ValueError(f"weights: no file {self.weights}")
         if not (self.base_path / "tokenizer.json").is_file():
             raise ValueError(f"base_path: no tokenizer.json in {self.base_path}")
         if self.threads < 1:
             raise ValueError(f"threads must be >= 1, got {self.threads}")
+
+
+def export_stem(base_path: Path, weights: Path) -> str:
+    """The exported judge's name: the base model's and the weights file's."""
+    return f"{package_name(base_path)}-{weights.stem}"
 
 
 def read_metadata(weights: Path) -> dict[str, str]:
@@ -93,11 +101,14 @@ class CrossEncoder:
         self._tokenizer = Tokenizer.from_file(str(self.config.base_path / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=self.max_length)
-        name = (f"{package_name(self.config.base_path)}-{self.config.weights.stem}-"
-                f"{model_key(self.config.base_path, self.config.weights)}")
-        self.path = exported(name + ".onnx", self.config.cache_dir, self._graph)
-        if self.config.quantize:
-            self.path = quantized(self.path, self.path.with_name(name + "-int8.onnx"))
+        stem = export_stem(self.config.base_path, self.config.weights)
+        if self.config.prebuilt is not None:
+            self.path = prebuilt_file(self.config.prebuilt, stem + ("-int8" if self.config.quantize else ""))
+        else:
+            name = f"{stem}-{model_key(self.config.base_path, self.config.weights)}"
+            self.path = exported(name + ".onnx", self.config.cache_dir, self._graph)
+            if self.config.quantize:
+                self.path = quantized(self.path, self.path.with_name(name + "-int8.onnx"))
         self._session = session(self.path, self.config.threads)
         self._lock = threading.Lock()
 

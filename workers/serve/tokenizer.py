@@ -4,8 +4,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from workers.model.files import resolve
 from workers.model.gguf_loader import read_gguf
-from workers.model.registry import resolve
 from workers.model.tokenizer import Tokenizer
 
 

@@ -7,7 +7,8 @@ from prometheus_client import CollectorRegistry
 
 from tests.workers.engine.fakes import FakeRunner, fake_config
 from workers import LLM, SamplingParams
-from workers.engine.async_engine import AsyncEngine, EngineDeadError
+from workers.engine.async_engine import AsyncEngine
+from workers.engine.errors import EngineDeadError
 
 GREEDY = SamplingParams(max_tokens=8, temperature=0)
 LONG = SamplingParams(max_tokens=400, temperature=0, ignore_eos=True)
@@ -210,7 +211,7 @@ async def test_a_slow_consumer_gets_merged_deltas_that_still_concatenate():
 
 
 async def test_waiting_requests_are_capped_per_tenant_and_per_replica():
-    from workers.engine.async_engine import EngineOverloaded
+    from workers.engine.errors import EngineOverloaded
 
     # One batch slot: everything after the first request waits.
     engine = make(runner_kw={"step_delay": 0.01}, max_num_seqs=1, max_waiting_requests=3, max_waiting_per_tenant=2)
@@ -253,7 +254,7 @@ async def test_waiting_requests_are_capped_per_tenant_and_per_replica():
 def test_overloaded_survives_pickling_for_ray():
     import pickle
 
-    from workers.engine.async_engine import EngineOverloaded
+    from workers.engine.errors import EngineOverloaded
 
     again = pickle.loads(pickle.dumps(EngineOverloaded("too many", "tenant")))
     assert again.scope == "tenant" and str(again) == "too many"

@@ -45,3 +45,50 @@ def test_no_compiler_means_the_pytorch_path(monkeypatch):
 def test_kernels_can_be_switched_off(monkeypatch):
     monkeypatch.setenv(cpu.DISABLE_ENV, "0")
     assert cpu.load.__wrapped__() is None
+
+
+@pytest.fixture(scope="module")
+def portable(tmp_path_factory):
+    if cpu_build.compiler() is None and not os.environ.get("CI"):  # CI has gcc: there these always run
+        pytest.skip("no C compiler on this machine")
+    out = tmp_path_factory.mktemp("prebuilt")
+    return out, cpu_build.prebuild(out)
+
+
+def test_without_a_compiler_the_best_prebuilt_level_this_cpu_runs_is_loaded(portable, monkeypatch):
+    out, files = portable
+    assert sorted(files) == sorted(out.iterdir()) and "native" not in " ".join(f.name for f in files)
+    monkeypatch.setattr(cpu_build.shutil, "which", lambda name: None)
+    monkeypatch.setenv(cpu_build.PREBUILT_ENV, str(out))
+    levels = cpu_build.PORTABLE[cpu_build.platform.machine()]
+    best = next(level for level, needs in levels if needs <= cpu_build._cpu_flags())
+    assert cpu_build.build() == out / cpu_build.portable_name(best)
+    monkeypatch.setattr(cpu_build, "_cpu_flags", frozenset)  # an old CPU (no flags): the baseline level
+    assert cpu_build.build() == out / cpu_build.portable_name(levels[-1][0])
+
+
+def test_a_portable_library_computes_what_the_native_one_does(portable, monkeypatch):
+    import ctypes
+
+    import torch
+
+    _, files = portable
+    native = cpu.CpuKernels(ctypes.CDLL(str(cpu_build.build())))
+    x, weight = torch.randn(5, 64), torch.rand(64) + 0.5
+    gate_up = torch.randn(3, 128)
+    for path in files:
+        kernels = cpu.CpuKernels(ctypes.CDLL(str(path)))
+        torch.testing.assert_close(kernels.rms_norm(x, weight, 1e-6), native.rms_norm(x, weight, 1e-6))
+        torch.testing.assert_close(kernels.silu_mul(gate_up), native.silu_mul(gate_up))
+
+
+def test_a_prebuilt_folder_without_a_library_for_this_cpu_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(cpu_build.shutil, "which", lambda name: None)
+    monkeypatch.setenv(cpu_build.PREBUILT_ENV, str(tmp_path))
+    with pytest.raises(cpu_build.KernelBuildError, match=cpu_build.PREBUILT_ENV):
+        cpu_build.build()
+
+
+def test_prebuilt_libraries_are_readable_by_other_users(portable):
+    _, files = portable
+    assert all(f.stat().st_mode & 0o005 == 0o005 for f in files)  # the image's user is not the builder

@@ -6,6 +6,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from tests.workers.engine.fakes import FakeRunner, fake_config
+from workers.config import EngineConfig
 from workers.engine.async_engine import AsyncEngine
 from workers.outputs import CompletionOutput, RequestOutput, TokenLogprob
 from workers.serve.protocol import (Chunk, ChunkWriter, Completion, Logprob, Request, decode_chunk,
@@ -75,14 +76,15 @@ def test_the_first_chunk_names_who_answered_and_an_older_chunk_without_it_still_
 async def test_version_server_streams_n_completions_with_logprobs(monkeypatch):
     from workers.serve import deployment
 
-    def fake_engine(config, model_name=None):
-        return AsyncEngine(config, FakeRunner(config), model_name=model_name, registry=CollectorRegistry())
+    def fake_engine(engine, version):
+        config = EngineConfig(**engine)
+        return AsyncEngine(config, FakeRunner(config), model_name=version, registry=CollectorRegistry())
 
     class Server(deployment.VersionServer):
         def __del__(self) -> None:  # Serve awaits the real one; the test stops the engine itself
             pass
 
-    monkeypatch.setattr(deployment, "AsyncEngine", fake_engine)
+    monkeypatch.setattr(deployment, "new_engine", fake_engine)
     monkeypatch.setattr(deployment.serve, "get_replica_context", lambda: None)  # outside a replica
     server = Server.__new__(Server)
     engine = {k: getattr(fake_config(), k) for k in ("model", "block_size", "num_kv_blocks", "max_num_seqs")}

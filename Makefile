@@ -6,6 +6,9 @@ STAMP   := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# Bytecode is written: the suite's subprocesses (Ray workers, servers, fake upstreams) would otherwise compile the
+# gateway again each time it starts.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install serve test test-fast services migrate bench clean vendor-console
 

@@ -9,6 +9,8 @@ def ray_cluster():
     ray = pytest.importorskip("ray")
     from ray import serve
 
+    if ray.is_initialized():  # under pytest -n, an earlier test in this worker process may have joined one
+        ray.shutdown()
     ray.init(num_cpus=2, include_dashboard=False, namespace="tollgate", log_to_driver=False)
     yield ray
     serve.shutdown()

@@ -189,7 +189,7 @@ static void small_rows_linear(const float *x, int64_t M, int64_t K, const uint8_
     const int b8 = bits == 8;
     const gemv_fn wide = GEMV_WIDE[b8][M], one = GEMV_ONE[b8][M];
     const int64_t step = GEMV_PANELS[M], chunks = (panels + step - 1) / step;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 2)
     for (int64_t c = 0; c < chunks; c++) {
         const int64_t p0 = c * step;
         if (p0 + step <= panels) {
@@ -217,7 +217,7 @@ void tg_block_quant_linear(const float *x, int64_t M, int64_t K, const uint8_t *
 #pragma omp parallel
     {
         float *buf = (float *)malloc(sizeof(float) * K * PANEL);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
         for (int64_t p = 0; p < panels; p++) {
             expand_panel(q + p * panel_bytes, dm + p * panel_dm, K, (int)bits, buf);
             for (int64_t r0 = 0; r0 < M; r0 += 6) {

@@ -85,10 +85,16 @@ async def one(client: httpx.AsyncClient, url: str, model: str, messages: list[di
         result.itl_s.append((last - first) / (tokens - 1))
 
 
-async def run(url: str, key: str, model: str, n: int, concurrency: int, max_tokens: int) -> Result:
+WARMUP = [[{"role": "user", "content": f"Count to {i + 3}."}] for i in range(4)]
+
+
+async def run(url: str, key: str, model: str, n: int, concurrency: int, max_tokens: int, *,
+              warmup: bool = False) -> Result:
+    """The load; `warmup`: four short chats that share no prefix with the load's (first-call costs paid, no prompt
+    of the load cached ahead of it)."""
     result = Result()
     todo = asyncio.Queue()
-    for messages in chats(n):
+    for messages in WARMUP if warmup else chats(n):
         todo.put_nowait(messages)
     headers = {"authorization": f"Bearer {key}"}
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)

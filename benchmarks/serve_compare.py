@@ -78,7 +78,7 @@ def measure(server: Server, args) -> dict:
     server.start()
     print(f"    ready after {time.monotonic() - started:.0f}s", flush=True)
     try:
-        run_chat(server, 4, 4, 8)  # warm-up: first-call costs out of the measured loads
+        asyncio.run(chat_load.run(server.url, server.key, server.model, 4, 4, 8, warmup=True))
         out = {}
         if "chat" in args.loads:
             out["chat"] = run_chat(server, args.chats, args.concurrency, args.max_tokens)

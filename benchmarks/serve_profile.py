@@ -99,7 +99,7 @@ def main() -> int:
     server = Tollgate(env=dict(kv.split("=", 1) for kv in args.env))
     server.start()
     try:
-        asyncio.run(chat_load.run(server.url, server.key, server.model, 4, 4, 8))  # warm-up
+        asyncio.run(chat_load.run(server.url, server.key, server.model, 4, 4, 8, warmup=True))
         figures = cpu_pass(server, args)
         print(json.dumps({k: v for k, v in figures.items() if k != "error_samples"}, indent=1))
         print(f"\nCPU per output token ({figures['output_tokens']} tokens, {figures['output_tok_s']:.1f} tok/s):")

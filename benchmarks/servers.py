@@ -37,16 +37,19 @@ def wait_ready(url: str, path: str, proc: subprocess.Popen | None, timeout_s: fl
     raise TimeoutError(f"{url}{path} not ready within {timeout_s:g}s")
 
 
-def stop_group(proc: subprocess.Popen | None, timeout_s: float = 60) -> None:
-    """SIGINT the server's process group (a graceful stop), then SIGKILL what is left."""
+def stop_group(proc: subprocess.Popen | None, timeout_s: float = 60) -> bool:
+    """SIGINT the server's process group (a graceful stop), then SIGKILL what is left; False when it had to be
+    killed."""
     if proc is None or proc.poll() is not None:
-        return
+        return True
     os.killpg(proc.pid, signal.SIGINT)
     try:
         proc.wait(timeout_s)
+        return True
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        return False
 
 
 class Server:
@@ -94,9 +97,9 @@ class Tollgate(Server):
         self.key = key["key"]
 
     def stop(self) -> None:
-        stop_group(self.proc)
-        # The gateway stops its own Ray; a Ray left behind by a killed gateway goes too.
-        subprocess.run([ROOT / ".venv" / "bin" / "ray", "stop", "--force"], capture_output=True)
+        if not stop_group(self.proc):
+            # The gateway stops its own Ray; one left behind by a killed gateway goes too.
+            subprocess.run([ROOT / ".venv" / "bin" / "ray", "stop", "--force"], capture_output=True)
         shutil.rmtree(self.data, ignore_errors=True)
 
     def pids(self) -> dict[str, list[int]]:

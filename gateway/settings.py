@@ -74,6 +74,9 @@ class Settings(BaseSettings):
     ray_num_cpus: float | None = None  # local Ray only; None: all cores
     ray_namespace: str = "tollgate"
     ray_prefix_routing: bool = False  # send requests sharing a prompt prefix to the same replica
+    # Fit a local Ray's CPU replicas to this host (workers/serve/placement.py): engine threads, OpenMP's wait
+    # policy, no more replicas of a version than its threads fit in the cores. False: the catalogue as written.
+    ray_placement: bool = True
     ray_deploy: bool = True  # False: attach to applications someone else deployed
     currency: str = "USD"
     console_session_ttl_s: int = Field(8 * 3600, ge=60)  # how long a /console sign-in lasts

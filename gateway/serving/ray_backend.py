@@ -36,6 +36,7 @@ from workers.serve.app import app_name, deploy
 from workers.serve.config import VersionServeConfig
 from workers.serve.health import VersionHealth
 from workers.serve.metrics_relay import RelayedMetrics, read_hub
+from workers.serve.placement import Host, place
 from workers.serve.prefix_router import prefix_key
 from workers.serve.tokenizer import load_tokenizer
 
@@ -54,15 +55,19 @@ class ReplicaLost(GenerationFailed):
 class RayServeBackend:
     def __init__(self, settings: Settings, catalogue: Catalogue, *, engine_overrides: dict | None = None,
                  versions: list[str] | None = None, first_chunk_timeout_s: float = 30.0,
-                 health_poll_s: float = 0.5, metrics_poll_s: float = 2.0, **serve_overrides) -> None:
+                 health_poll_s: float = 2.0, metrics_poll_s: float = 2.0, **serve_overrides) -> None:
         self._settings = settings
-        self._configs: dict[str, VersionServeConfig] = {
-            c.version: c for c in versions_from_catalogue(
-                catalogue, engine_overrides=engine_overrides, versions=versions,
-                prefix_routing=settings.ray_prefix_routing, **serve_overrides)}
+        configs = versions_from_catalogue(catalogue, engine_overrides=engine_overrides, versions=versions,
+                                          prefix_routing=settings.ray_prefix_routing, **serve_overrides)
+        if settings.ray_placement and not settings.ray_address:
+            configs = [self._placed(c, Host.local()) for c in configs]  # a Ray of our own: this host's cores
+        self._configs: dict[str, VersionServeConfig] = {c.version: c for c in configs}
         self._models = {v: v.partition("@")[0] for v in self._configs}
         self._first_chunk_timeout_s = first_chunk_timeout_s
-        # A failed poll (the controller or the hub briefly unreachable) keeps the last view; logged when polls
+        # A health poll is one serve.status() call: ~35 ms of the gateway's CPU (it rebuilds and cloudpickles each
+        # deployment's router config), a third of the gateway's Python time under load when polled every 0.5 s
+        # (benchmarks/serve_profile.py). A lost replica is marked at once by the request that meets it, so 2 s only
+        # delays noticing a recovered one. A failed poll (the controller or the hub briefly unreachable) keeps the last view; logged when polls
         # start failing and when they work again. Health is read once in start(), so its poll waits first.
         self._health_poller = Periodic("ray-backend-health", self._refresh_health, health_poll_s, wait_first=True,
                                        outage=OutageLog(log, "ray backend: the health poll"))
@@ -75,6 +80,13 @@ class RayServeBackend:
         # The pool's engine series, summed over replicas, on this process's /metrics (workers/serve/metrics_relay.py).
         self._engine_metrics = RelayedMetrics()
         self._started_ray = False
+
+    @staticmethod
+    def _placed(cfg: VersionServeConfig, host: Host) -> VersionServeConfig:
+        placed = place(cfg, host)
+        if placed.reasons:
+            log.info("ray backend: %s on %d cores: %s", cfg.version, host.cores, "; ".join(placed.reasons))
+        return placed.config
 
     # -- life cycle ----------------------------------------------------------------------
 

@@ -35,8 +35,9 @@ class Format(Protocol):
     def opening(self) -> BaseModel | None:
         """The stream's first event, before any text (chat's role delta), or None."""
 
-    def delta(self, deltas: list[CompletionDelta], usage: Usage | None) -> BaseModel:
-        """One stream event: what each completion gained (and, with continuous usage stats, usage so far)."""
+    def delta(self, deltas: list[CompletionDelta], usage: Usage | None) -> BaseModel | str:
+        """One stream event: what each completion gained (and, with continuous usage stats, usage so far); a str
+        is the event's JSON, already encoded."""
 
     def usage_chunk(self) -> BaseModel:
         """The stream's usage event (stream_options.include_usage)."""
@@ -83,7 +84,10 @@ def headers(run: Run) -> dict[str, str]:
     return out
 
 
-def sse_event(payload: BaseModel | dict) -> str:
+def sse_event(payload: BaseModel | dict | str) -> str:
+    """One SSE event; a str payload is JSON already."""
+    if isinstance(payload, str):
+        return f"data: {payload}\n\n"
     body = payload.model_dump_json() if isinstance(payload, BaseModel) else json.dumps(payload)
     return f"data: {body}\n\n"
 

@@ -132,7 +132,8 @@ def test_copying_takes_fewer_steps_and_sampling_preemption_n_and_stops_work(mode
     # Under a pool small enough to preempt: greedy, a stop string, sampled n > 1 with logprobs.
     assert "stairs" in plain.text
     stopped = SamplingParams(max_tokens=32, temperature=0, stop=["stairs"])
-    sampled = SamplingParams(n=2, max_tokens=20, temperature=0.8, seed=3, logprobs=1)
+    # ignore_eos: the sampled completions run their 20 tokens whatever they draw, so the pool runs short.
+    sampled = SamplingParams(n=2, max_tokens=20, temperature=0.8, seed=3, logprobs=1, ignore_eos=True)
     small = _small_pool_engine(model_runner, NGRAM, num_blocks=7)
     finals = _drain(small, [("g", ids, greedy), ("t", ids, stopped), ("s", ids, sampled)])
     assert small.metrics._m["num_preemptions"]._value.get() > 0

@@ -67,8 +67,9 @@ class RayServeBackend:
         # A health poll is one serve.status() call: ~35 ms of the gateway's CPU (it rebuilds and cloudpickles each
         # deployment's router config), a third of the gateway's Python time under load when polled every 0.5 s
         # (benchmarks/serve_profile.py). A lost replica is marked at once by the request that meets it, so 2 s only
-        # delays noticing a recovered one. A failed poll (the controller or the hub briefly unreachable) keeps the last view; logged when polls
-        # start failing and when they work again. Health is read once in start(), so its poll waits first.
+        # delays noticing a recovered one. A failed poll (the controller or the hub briefly unreachable) keeps the
+        # last view; logged when polls start failing and when they work again. Health is read once in start(), so
+        # its poll waits first.
         self._health_poller = Periodic("ray-backend-health", self._refresh_health, health_poll_s, wait_first=True,
                                        outage=OutageLog(log, "ray backend: the health poll"))
         self._metrics_poller = Periodic("ray-backend-metrics", self._read_engine_metrics, metrics_poll_s,

@@ -6,7 +6,6 @@ Only one runs at a time: on a 2-core machine an idle vLLM worker alone keeps hal
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -173,6 +172,3 @@ def cpu_seconds(pid: int) -> float:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-
-def dump(obj) -> str:
-    return json.dumps(obj, indent=1, default=str)

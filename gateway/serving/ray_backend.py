@@ -60,7 +60,9 @@ class RayServeBackend:
         configs = versions_from_catalogue(catalogue, engine_overrides=engine_overrides, versions=versions,
                                           prefix_routing=settings.ray_prefix_routing, **serve_overrides)
         if settings.ray_placement and not settings.ray_address:
-            configs = [self._placed(c, Host.local()) for c in configs]  # a Ray of our own: this host's cores
+            # A Ray of our own: this host's cores, or as many as it is given (ray_num_cpus).
+            host = Host.local(settings.ray_num_cpus)
+            configs = [self._placed(c, host) for c in configs]
         self._configs: dict[str, VersionServeConfig] = {c.version: c for c in configs}
         self._models = {v: v.partition("@")[0] for v in self._configs}
         self._first_chunk_timeout_s = first_chunk_timeout_s

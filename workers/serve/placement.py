@@ -28,8 +28,10 @@ class Host:
     cores: int  # the CPUs this process may run on
 
     @classmethod
-    def local(cls) -> Host:
-        return cls(len(os.sched_getaffinity(0)))
+    def local(cls, limit: float | None = None) -> Host:
+        """This process's CPUs, or fewer when Ray is started with fewer (`limit`, its num_cpus)."""
+        cores = len(os.sched_getaffinity(0))
+        return cls(max(1, min(cores, int(limit))) if limit else cores)
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,3 +41,8 @@ def test_gpu_replicas_are_left_as_written():
     original = cfg(engine={"device": "cuda"}, num_gpus=1, max_replicas=4)
     placed = place(original, Host(2))
     assert placed.config is original and placed.reasons == ()
+
+
+def test_a_ray_given_fewer_cpus_places_on_those():
+    assert Host.local(1).cores == 1
+    assert Host.local(None).cores >= 1

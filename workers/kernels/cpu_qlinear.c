@@ -204,6 +204,107 @@ static void small_rows_linear(const float *x, int64_t M, int64_t K, const uint8_
     free(xsum);
 }
 
+#ifdef __AVX512F__
+/* With AVX-512 a panel's 16 outputs are one register, and there are 32 registers: a tile of up to WIDE_ROWS
+ * rows expands each weight vector in registers (d * q + m, rounded once, as expand_panel does) and feeds it
+ * straight to one FMA per row, with no buffer to store and reload. The expansion costs three vector ops per k
+ * against up to 16 FMAs, and every lane sees the same operations in the same order as the 8-wide code
+ * (w = d * q + m, then acc += x * w over k), so results are identical bit for bit. */
+typedef float v16 __attribute__((vector_size(64)));
+#define WIDE_ROWS 16
+
+static inline v16 ld16(const float *p) {
+    v16 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void st16(float *p, v16 v) { memcpy(p, &v, sizeof v); }
+
+static inline v16 expand16(const uint8_t *qk, int bits) {
+    __m512i w;
+    if (bits == 4) {
+        const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)qk));
+        w = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b, _mm256_set1_epi32(15))),
+                               _mm256_srli_epi32(b, 4), 1);
+    } else {
+        w = _mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)qk));
+    }
+    return (v16)_mm512_cvtepi32_ps(w);
+}
+
+#define TILE16(R, B)                                                                                      \
+    static void tile16_##R##_##B(const float *x, int64_t K, const uint8_t *qp, const float *dmp,          \
+                                 float *out, int64_t N, const float *res) {                               \
+        const int bits = B; /* a constant: the 4/8-bit choice leaves the inner loop */                    \
+        const int64_t row_bytes = bits == 4 ? 8 : 16;                                                     \
+        v16 a[R];                                                                                         \
+        for (int r = 0; r < R; r++) a[r] = (v16){0};                                                      \
+        for (int64_t g = 0; g < K / GROUP; g++) {                                                         \
+            const v16 d = ld16(dmp + g * 2 * PANEL), m = ld16(dmp + g * 2 * PANEL + 16);                  \
+            for (int64_t k = g * GROUP; k < (g + 1) * GROUP; k++) {                                       \
+                const v16 w = d * expand16(qp + k * row_bytes, bits) + m;                                 \
+                for (int r = 0; r < R; r++) a[r] += x[k * R + r] * w;                                     \
+            }                                                                                             \
+        }                                                                                                 \
+        for (int r = 0; r < R; r++) {                                                                     \
+            if (res) a[r] += ld16(res + r * N);                                                           \
+            st16(out + r * N, a[r]);                                                                      \
+        }                                                                                                 \
+    }
+#define TILE16_BITS(R) TILE16(R, 4) TILE16(R, 8)
+TILE16_BITS(1)
+TILE16_BITS(2)
+TILE16_BITS(3)
+TILE16_BITS(4)
+TILE16_BITS(5)
+TILE16_BITS(6)
+TILE16_BITS(7)
+TILE16_BITS(8)
+TILE16_BITS(9)
+TILE16_BITS(10)
+TILE16_BITS(11)
+TILE16_BITS(12)
+TILE16_BITS(13)
+TILE16_BITS(14)
+TILE16_BITS(15)
+TILE16_BITS(16)
+
+typedef void (*tile_fn)(const float *, int64_t, const uint8_t *, const float *, float *, int64_t, const float *);
+#define TILE_ROW(R) {tile16_##R##_4, tile16_##R##_8}
+static const tile_fn TILES16[WIDE_ROWS + 1][2] = {
+    {NULL, NULL},  TILE_ROW(1),  TILE_ROW(2),  TILE_ROW(3),  TILE_ROW(4),  TILE_ROW(5),
+    TILE_ROW(6),   TILE_ROW(7),  TILE_ROW(8),  TILE_ROW(9),  TILE_ROW(10), TILE_ROW(11),
+    TILE_ROW(12),  TILE_ROW(13), TILE_ROW(14), TILE_ROW(15), TILE_ROW(16)};
+
+/* M > SMALL_M: the threads split the panels; each runs its panel against every row, in tiles of as equal
+ * sizes as WIDE_ROWS allows (16 rows: one tile; 20 rows: 10 + 10). A tile reads its rows of x transposed
+ * (xt: k-major, its R values for one k adjacent), copied once per call, so its broadcasts come from one
+ * pointer at fixed offsets rather than R row pointers. */
+static void many_rows_linear(const float *x, int64_t M, int64_t K, const uint8_t *q, const float *dm, int64_t N,
+                             int64_t bits, float *out, const float *res) {
+    const int64_t panels = N / PANEL, panel_bytes = K * (bits == 4 ? 8 : 16), panel_dm = (K / GROUP) * 2 * PANEL;
+    const int64_t tiles = (M + WIDE_ROWS - 1) / WIDE_ROWS;
+    const int b8 = bits == 8;
+    float *xt = (float *)malloc(sizeof(float) * M * K);
+    for (int64_t t = 0, r0 = 0; t < tiles; t++) {
+        const int64_t rows = (M - r0) / (tiles - t);  /* the rest split evenly over the tiles left */
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t k = 0; k < K; k++) xt[r0 * K + k * rows + r] = x[(r0 + r) * K + k];
+        r0 += rows;
+    }
+#pragma omp parallel for schedule(dynamic, 2)
+    for (int64_t p = 0; p < panels; p++)
+        for (int64_t t = 0, r0 = 0; t < tiles; t++) {
+            const int64_t rows = (M - r0) / (tiles - t);
+            TILES16[rows][b8](xt + r0 * K, K, q + p * panel_bytes, dm + p * panel_dm, out + r0 * N + p * PANEL, N,
+                              res ? res + r0 * N + p * PANEL : NULL);
+            r0 += rows;
+        }
+    free(xt);
+}
+#endif
+
 /* x [M, K] dense; q and dm packed as above for W [N, K]; out [M, N] dense; res NULL or [M, N] dense.
  * N is a multiple of 16 and K of 32 (the packer guarantees it). */
 void tg_block_quant_linear(const float *x, int64_t M, int64_t K, const uint8_t *q, const float *dm, int64_t N,
@@ -214,6 +315,10 @@ void tg_block_quant_linear(const float *x, int64_t M, int64_t K, const uint8_t *
         small_rows_linear(x, M, K, q, dm, N, bits, out, res);
         return;
     }
+#ifdef __AVX512F__
+    many_rows_linear(x, M, K, q, dm, N, bits, out, res);
+    return;
+#endif
 #pragma omp parallel
     {
         float *buf = (float *)malloc(sizeof(float) * K * PANEL);

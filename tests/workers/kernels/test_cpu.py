@@ -144,7 +144,7 @@ def _packed(qtype, rows, cols, seed):
 
 
 @pytest.mark.parametrize("qtype", ["Q4_0", "Q4_1", "Q8_0"])
-@pytest.mark.parametrize("rows", [0, 1, 2, 3, 5, 7, 33])
+@pytest.mark.parametrize("rows", [0, 1, 2, 3, 5, 7, 16, 33])
 def test_block_quant_linear_matches_the_dense_matmul(qtype, rows):
     from gguf import GGMLQuantizationType
 

@@ -10,6 +10,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 
 /* exp for float, branch-free so that loops calling it vectorize: exp(x) = 2^n * e^r, |r| <= ln2/2, with
  * Cephes' degree-6 polynomial for e^r (about 1 ulp). Inputs below -87.3 flush to 0. */
@@ -97,6 +100,107 @@ void tg_rotary_store_kv(float *qkv, int64_t qkv_stride, const float *cos, const 
     }
 }
 
+#ifdef __AVX512F__
+/* AVX-512 path of the decode attention below, for head_dim a multiple of 16 up to 128 (one to eight vectors
+ * a row). Per query head of a group: the scores come 16 keys at a time, each key's dot product left as a
+ * vector of 16 partial sums, and the 16 vectors folded together in one shuffle tree (lane j: key j's score)
+ * instead of a horizontal sum per key; the softmax is the scalar path's; each output row stays in registers
+ * while a block's value rows add into it. Keys and values are read from memory once for the whole group (the
+ * pass over a block runs every head of the group while the block is in L1): the cache, not arithmetic, is
+ * what a decode attention waits on. */
+typedef float tg_v16 __attribute__((vector_size(64)));
+
+static inline tg_v16 tg_ld16(const float *p) {
+    tg_v16 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* t[j] -> lane j holds the sum of t[j]'s 16 lanes. */
+static inline __m512 tg_fold16(const __m512 t[16]) {
+    __m512 u[8], w[4], x0, x1;
+    for (int i = 0; i < 8; i++)
+        u[i] = _mm512_add_ps(_mm512_unpacklo_ps(t[2 * i], t[2 * i + 1]), _mm512_unpackhi_ps(t[2 * i], t[2 * i + 1]));
+    for (int i = 0; i < 4; i++) {
+        const __m512d a = _mm512_castps_pd(u[2 * i]), b = _mm512_castps_pd(u[2 * i + 1]);
+        w[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(a, b)), _mm512_castpd_ps(_mm512_unpackhi_pd(a, b)));
+    }
+    x0 = _mm512_add_ps(_mm512_shuffle_f32x4(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    x1 = _mm512_add_ps(_mm512_shuffle_f32x4(w[2], w[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(w[2], w[3], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(x0, x1, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(x0, x1, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+#define TG_ATTN(DV)                                                                                       \
+    static void tg_attend_group##DV(const float *qs, int64_t group, const float *kbase, const float *vbase, \
+                                    const int64_t *table, int64_t len, int64_t block_size, float scale,   \
+                                    float *scores, float *o) {                                            \
+        const int64_t D = DV * 16;                                                                        \
+        for (int64_t t0 = 0; t0 < len; t0 += block_size) {                                                \
+            const int64_t m = len - t0 < block_size ? len - t0 : block_size;                              \
+            const float *kb = kbase + table[t0 / block_size] * block_size * D;                            \
+            for (int64_t j0 = 0; j0 < m; j0 += 16) {                                                      \
+                const int64_t n = m - j0 < 16 ? m - j0 : 16;                                              \
+                for (int64_t g = 0; g < group; g++) { /* the 16 key rows stay in L1 across the group */   \
+                    tg_v16 qv[DV];                                                                        \
+                    for (int c = 0; c < DV; c++) qv[c] = tg_ld16(qs + g * D + 16 * c);                    \
+                    __m512 t[16];                                                                         \
+                    for (int j = 0; j < 16; j++) {                                                        \
+                        tg_v16 a = (tg_v16){0};                                                           \
+                        if (j < n)                                                                        \
+                            for (int c = 0; c < DV; c++) a += qv[c] * tg_ld16(kb + (j0 + j) * D + 16 * c);\
+                        t[j] = (__m512)a;                                                                 \
+                    }                                                                                     \
+                    _mm512_mask_storeu_ps(scores + g * len + t0 + j0, (__mmask16)((1u << n) - 1u),        \
+                                          _mm512_mul_ps(tg_fold16(t), _mm512_set1_ps(scale)));            \
+                }                                                                                         \
+            }                                                                                             \
+        }                                                                                                 \
+        for (int64_t g = 0; g < group; g++) {                                                             \
+            float *sg = scores + g * len;                                                                 \
+            float mx = sg[0];                                                                             \
+            for (int64_t t = 1; t < len; t++) mx = sg[t] > mx ? sg[t] : mx;                               \
+            float sum = 0.0f;                                                                             \
+            _Pragma("omp simd reduction(+ : sum)")                                                        \
+            for (int64_t t = 0; t < len; t++) {                                                           \
+                sg[t] = tg_expf(sg[t] - mx);                                                              \
+                sum += sg[t];                                                                             \
+            }                                                                                             \
+            const float inv = 1.0f / sum;                                                                 \
+            _Pragma("omp simd")                                                                           \
+            for (int64_t t = 0; t < len; t++) sg[t] *= inv;                                               \
+        }                                                                                                 \
+        memset(o, 0, sizeof(float) * group * D);                                                          \
+        for (int64_t t0 = 0; t0 < len; t0 += block_size) {                                                \
+            const int64_t m = len - t0 < block_size ? len - t0 : block_size;                              \
+            const float *vb = vbase + table[t0 / block_size] * block_size * D;                            \
+            for (int64_t g = 0; g < group; g++) { /* the block's value rows stay in L1 across the group */\
+                const float *sg = scores + g * len + t0;                                                  \
+                tg_v16 acc[DV];                                                                           \
+                for (int c = 0; c < DV; c++) acc[c] = tg_ld16(o + g * D + 16 * c);                        \
+                for (int64_t j = 0; j < m; j++)                                                           \
+                    for (int c = 0; c < DV; c++) acc[c] += sg[j] * tg_ld16(vb + j * D + 16 * c);          \
+                for (int c = 0; c < DV; c++) memcpy(o + g * D + 16 * c, &acc[c], sizeof acc[c]);          \
+            }                                                                                             \
+        }                                                                                                 \
+    }
+TG_ATTN(1)
+TG_ATTN(2)
+TG_ATTN(3)
+TG_ATTN(4)
+TG_ATTN(5)
+TG_ATTN(6)
+TG_ATTN(7)
+TG_ATTN(8)
+typedef void (*tg_attend_fn)(const float *, int64_t, const float *, const float *, const int64_t *, int64_t, int64_t,
+                             float, float *, float *);
+static const tg_attend_fn TG_ATTEND[9] = {NULL,           tg_attend_group1, tg_attend_group2, tg_attend_group3,
+                                          tg_attend_group4, tg_attend_group5, tg_attend_group6, tg_attend_group7,
+                                          tg_attend_group8};
+#endif
+
 /* One query token per sequence against its paged context. q: [n, H, D] with rows q_stride apart; caches
  * [KVH, num_blocks, block_size, D]; block_tables [n, max_blocks]; context_lens [n]; out [n, H, D] dense.
  * The G = H / KVH query heads of a group read each key and value row once, straight from its block: no
@@ -119,6 +223,13 @@ void tg_paged_decode_attention(const float *q, int64_t q_stride, const float *k_
                 const float *qs = q + s * q_stride + kh * group * head_dim;
                 const float *kbase = k_cache + kh * num_blocks * block_size * head_dim;
                 const float *vbase = v_cache + kh * num_blocks * block_size * head_dim;
+#ifdef __AVX512F__
+                if (head_dim % 16 == 0 && head_dim <= 128) {
+                    TG_ATTEND[head_dim / 16](qs, group, kbase, vbase, table, len, block_size, scale, scores,
+                                             out + (s * heads + kh * group) * head_dim);
+                    continue;
+                }
+#endif
                 for (int64_t t0 = 0; t0 < len; t0 += block_size) {
                     const float *kb = kbase + table[t0 / block_size] * block_size * head_dim;
                     const int64_t m = len - t0 < block_size ? len - t0 : block_size;

@@ -1,4 +1,4 @@
-"""Typed calls into the compiled CPU kernels (cpu_ops.c, cpu_qlinear.c).
+"""Typed calls into the compiled CPU kernels (cpu_ops.c, cpu_qlinear.c, cpu_stack.c).
 
 Each wrapper checks what the C side cannot (dtype, device, layout, sizes, index ranges), then passes raw
 pointers; the ctypes call releases the GIL for the kernel's duration. The checks cost several times the

@@ -1,4 +1,5 @@
-"""Compile the CPU kernels (cpu_ops.c, cpu_qlinear.c) into one shared library for this machine, once, and cache it.
+"""Compile the CPU kernels (cpu_ops.c, cpu_qlinear.c, cpu_stack.c) into one shared library for this machine,
+once, and cache it.
 
 The library is built with -march=native, so the cache key covers the source, the compiler flags and the
 CPU's feature flags: a cache directory shared by different machines never hands one a binary built for
@@ -22,7 +23,7 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-SOURCES = tuple(Path(__file__).with_name(name) for name in ("cpu_ops.c", "cpu_qlinear.c"))
+SOURCES = tuple(Path(__file__).with_name(name) for name in ("cpu_ops.c", "cpu_qlinear.c", "cpu_stack.c"))
 CFLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-fno-math-errno", "-fno-trapping-math")
 CACHE_ENV = "TOLLGATE_KERNEL_CACHE"
 PREBUILT_ENV = "TOLLGATE_KERNEL_PREBUILT"

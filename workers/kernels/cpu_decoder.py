@@ -1,4 +1,4 @@
-"""A decode step through every decoder layer in one kernel call (tg_decoder_stack in cpu_ops.c).
+"""A decode step through every decoder layer in one kernel call (tg_decoder_stack in cpu_stack.c).
 
 Decode-only steps are most steps a server runs, and each is small: at batch 1 the layers' own work is ~16 ms
 while returning to Python between ~300 kernel calls cost ~5 ms more. This is the CPU's counterpart of

@@ -44,28 +44,40 @@ static inline float tg_dot(const float *a, const float *b, int64_t n) {
     return acc;
 }
 
+/* o = xr * rsqrt(mean(xr^2) + eps) * w, one row. */
+void tg_rms_row(const float *xr, const float *w, float *o, int64_t dim, float eps) {
+    float inv = 1.0f / sqrtf(tg_dot(xr, xr, dim) / (float)dim + eps);
+#pragma omp simd
+    for (int64_t i = 0; i < dim; i++) o[i] = xr[i] * inv * w[i];
+}
+
 /* out[r, :] = x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * w. Rows of x are x_stride apart; out is dense. */
 void tg_rms_norm(const float *x, int64_t x_stride, const float *w, float *out, int64_t rows, int64_t dim,
                  float eps) {
 #pragma omp parallel for schedule(static) if (rows >= 16)
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * x_stride;
-        float *o = out + r * dim;
-        float inv = 1.0f / sqrtf(tg_dot(xr, xr, dim) / (float)dim + eps);
+    for (int64_t r = 0; r < rows; r++) tg_rms_row(x + r * x_stride, w, out + r * dim, dim, eps);
+}
+
+/* o[i] = silu(g[i]) * g[inter + i], one row. */
+void tg_silu_row(const float *g, float *o, int64_t inter) {
+    const float *u = g + inter;
 #pragma omp simd
-        for (int64_t i = 0; i < dim; i++) o[i] = xr[i] * inv * w[i];
-    }
+    for (int64_t i = 0; i < inter; i++) o[i] = g[i] / (1.0f + tg_expf(-g[i])) * u[i];
 }
 
 /* out[r, i] = silu(gate_up[r, i]) * gate_up[r, inter + i]. */
 void tg_silu_mul(const float *gate_up, float *out, int64_t rows, int64_t inter) {
 #pragma omp parallel for schedule(static) if (rows >= 4)
-    for (int64_t r = 0; r < rows; r++) {
-        const float *g = gate_up + r * 2 * inter;
-        const float *u = g + inter;
-        float *o = out + r * inter;
+    for (int64_t r = 0; r < rows; r++) tg_silu_row(gate_up + r * 2 * inter, out + r * inter, inter);
+}
+
+/* Rotate-half RoPE of one head x [2 * half] in place with its token's cos and sin rows. */
+void tg_rotate_head(float *x, const float *c, const float *s, int64_t half) {
 #pragma omp simd
-        for (int64_t i = 0; i < inter; i++) o[i] = g[i] / (1.0f + tg_expf(-g[i])) * u[i];
+    for (int64_t i = 0; i < half; i++) {
+        float x1 = x[i], x2 = x[i + half];
+        x[i] = x1 * c[i] - x2 * s[i];
+        x[i + half] = x2 * c[i + half] + x1 * s[i + half];
     }
 }
 
@@ -81,15 +93,7 @@ void tg_rotary_store_kv(float *qkv, int64_t qkv_stride, const float *cos, const 
         float *row = qkv + t * qkv_stride;
         const float *c = cos + t * head_dim;
         const float *s = sin + t * head_dim;
-        for (int64_t h = 0; h < heads + kv_heads; h++) {
-            float *x = row + h * head_dim;
-#pragma omp simd
-            for (int64_t i = 0; i < half; i++) {
-                float x1 = x[i], x2 = x[i + half];
-                x[i] = x1 * c[i] - x2 * s[i];
-                x[i + half] = x2 * c[i + half] + x1 * s[i + half];
-            }
-        }
+        for (int64_t h = 0; h < heads + kv_heads; h++) tg_rotate_head(row + h * head_dim, c, s, half);
         const float *k = row + heads * head_dim;
         const float *v = k + kv_heads * head_dim;
         for (int64_t h = 0; h < kv_heads; h++) {
@@ -201,110 +205,72 @@ static const tg_attend_fn TG_ATTEND[9] = {NULL,           tg_attend_group1, tg_a
                                           tg_attend_group8};
 #endif
 
+/* Sequence s's query heads of KV group kh against its paged context (len tokens, block table `table`): out
+ * [G, D] for the G = H / KVH query heads qs [G, D]. scores: G * len floats of the caller's. Each key and value
+ * row is read once for the whole group, straight from its block: no gather, no padding. */
+void tg_attend_item(const float *qs, const float *kbase, const float *vbase, const int64_t *table, int64_t len,
+                    int64_t group, int64_t head_dim, int64_t block_size, float scale, float *scores, float *o) {
+#ifdef __AVX512F__
+    if (head_dim % 16 == 0 && head_dim <= 128) {
+        TG_ATTEND[head_dim / 16](qs, group, kbase, vbase, table, len, block_size, scale, scores, o);
+        return;
+    }
+#endif
+    for (int64_t t0 = 0; t0 < len; t0 += block_size) {
+        const float *kb = kbase + table[t0 / block_size] * block_size * head_dim;
+        const int64_t m = len - t0 < block_size ? len - t0 : block_size;
+        for (int64_t j = 0; j < m; j++)
+            for (int64_t g = 0; g < group; g++)
+                scores[g * len + t0 + j] = tg_dot(qs + g * head_dim, kb + j * head_dim, head_dim) * scale;
+    }
+    for (int64_t g = 0; g < group; g++) {
+        float *sg = scores + g * len;
+        float mx = sg[0];
+        for (int64_t t = 1; t < len; t++) mx = sg[t] > mx ? sg[t] : mx;
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t t = 0; t < len; t++) {
+            sg[t] = tg_expf(sg[t] - mx);
+            sum += sg[t];
+        }
+        const float inv = 1.0f / sum;
+#pragma omp simd
+        for (int64_t t = 0; t < len; t++) sg[t] *= inv;
+        memset(o + g * head_dim, 0, sizeof(float) * head_dim);
+    }
+    for (int64_t t0 = 0; t0 < len; t0 += block_size) {
+        const float *vb = vbase + table[t0 / block_size] * block_size * head_dim;
+        const int64_t m = len - t0 < block_size ? len - t0 : block_size;
+        for (int64_t j = 0; j < m; j++) {
+            const float *vr = vb + j * head_dim;
+            for (int64_t g = 0; g < group; g++) {
+                const float p = scores[g * len + t0 + j];
+                float *og = o + g * head_dim;
+#pragma omp simd
+                for (int64_t d = 0; d < head_dim; d++) og[d] += p * vr[d];
+            }
+        }
+    }
+}
+
 /* One query token per sequence against its paged context. q: [n, H, D] with rows q_stride apart; caches
- * [KVH, num_blocks, block_size, D]; block_tables [n, max_blocks]; context_lens [n]; out [n, H, D] dense.
- * The G = H / KVH query heads of a group read each key and value row once, straight from its block: no
- * gather, no padding. */
+ * [KVH, num_blocks, block_size, D]; block_tables [n, max_blocks]; context_lens [n]; out [n, H, D] dense. */
 void tg_paged_decode_attention(const float *q, int64_t q_stride, const float *k_cache, const float *v_cache,
                                const int64_t *block_tables, int64_t max_blocks, const int64_t *context_lens,
                                float *out, int64_t n, int64_t heads, int64_t kv_heads, int64_t head_dim,
                                int64_t num_blocks, int64_t block_size, float scale) {
-    const int64_t group = heads / kv_heads;
+    const int64_t group = heads / kv_heads, kv_stride = num_blocks * block_size * head_dim;
     int64_t max_len = 1;
     for (int64_t s = 0; s < n; s++) max_len = context_lens[s] > max_len ? context_lens[s] : max_len;
 #pragma omp parallel
     {
         float *scores = (float *)malloc(sizeof(float) * group * max_len);
 #pragma omp for collapse(2) schedule(dynamic, 1)
-        for (int64_t s = 0; s < n; s++) {
-            for (int64_t kh = 0; kh < kv_heads; kh++) {
-                const int64_t len = context_lens[s];
-                const int64_t *table = block_tables + s * max_blocks;
-                const float *qs = q + s * q_stride + kh * group * head_dim;
-                const float *kbase = k_cache + kh * num_blocks * block_size * head_dim;
-                const float *vbase = v_cache + kh * num_blocks * block_size * head_dim;
-#ifdef __AVX512F__
-                if (head_dim % 16 == 0 && head_dim <= 128) {
-                    TG_ATTEND[head_dim / 16](qs, group, kbase, vbase, table, len, block_size, scale, scores,
-                                             out + (s * heads + kh * group) * head_dim);
-                    continue;
-                }
-#endif
-                for (int64_t t0 = 0; t0 < len; t0 += block_size) {
-                    const float *kb = kbase + table[t0 / block_size] * block_size * head_dim;
-                    const int64_t m = len - t0 < block_size ? len - t0 : block_size;
-                    for (int64_t j = 0; j < m; j++)
-                        for (int64_t g = 0; g < group; g++)
-                            scores[g * len + t0 + j] = tg_dot(qs + g * head_dim, kb + j * head_dim, head_dim) * scale;
-                }
-                float *o = out + (s * heads + kh * group) * head_dim;
-                for (int64_t g = 0; g < group; g++) {
-                    float *sg = scores + g * len;
-                    float mx = sg[0];
-                    for (int64_t t = 1; t < len; t++) mx = sg[t] > mx ? sg[t] : mx;
-                    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-                    for (int64_t t = 0; t < len; t++) {
-                        sg[t] = tg_expf(sg[t] - mx);
-                        sum += sg[t];
-                    }
-                    const float inv = 1.0f / sum;
-#pragma omp simd
-                    for (int64_t t = 0; t < len; t++) sg[t] *= inv;
-                    memset(o + g * head_dim, 0, sizeof(float) * head_dim);
-                }
-                for (int64_t t0 = 0; t0 < len; t0 += block_size) {
-                    const float *vb = vbase + table[t0 / block_size] * block_size * head_dim;
-                    const int64_t m = len - t0 < block_size ? len - t0 : block_size;
-                    for (int64_t j = 0; j < m; j++) {
-                        const float *vr = vb + j * head_dim;
-                        for (int64_t g = 0; g < group; g++) {
-                            const float p = scores[g * len + t0 + j];
-                            float *og = o + g * head_dim;
-#pragma omp simd
-                            for (int64_t d = 0; d < head_dim; d++) og[d] += p * vr[d];
-                        }
-                    }
-                }
-            }
-        }
+        for (int64_t s = 0; s < n; s++)
+            for (int64_t kh = 0; kh < kv_heads; kh++)
+                tg_attend_item(q + s * q_stride + kh * group * head_dim, k_cache + kh * kv_stride,
+                               v_cache + kh * kv_stride, block_tables + s * max_blocks, context_lens[s], group,
+                               head_dim, block_size, scale, scores, out + (s * heads + kh * group) * head_dim);
         free(scores);
-    }
-}
-
-void tg_block_quant_linear(const float *x, int64_t M, int64_t K, const uint8_t *q, const float *dm, int64_t N,
-                           int64_t bits, float *out, const float *res);
-
-/* A decode step through a whole stack of pre-norm decoder layers (RMSNorm, fused q|k|v, rotary, GQA over the
- * paged cache, o-projection + residual, RMSNorm, fused gate|up, SiLU * up, down-projection + residual): the
- * same kernels the layers call one by one, without a return to Python between them.
- *
- * x [T, hidden] is read and overwritten with the stack's output. layers: per layer 10 addresses (input norm,
- * post-attention norm, then q and dm of qkv, o, gate_up, down) and bits: per layer 4 (qkv, o, gate_up, down).
- * Caches [L, KVH, num_blocks, block_size, D]. scratch: T * (2 * hidden + qkv + q_size + 3 * inter) floats. */
-void tg_decoder_stack(float *x, int64_t tokens, int64_t num_layers, const int64_t *layers, const int64_t *bits,
-                      int64_t hidden, int64_t inter, int64_t heads, int64_t kv_heads, int64_t head_dim, float eps,
-                      const float *cos, const float *sin, const int64_t *slots, float *k_cache, float *v_cache,
-                      int64_t num_blocks, int64_t block_size, const int64_t *block_tables, int64_t max_blocks,
-                      const int64_t *context_lens, float scale, float *scratch) {
-    const int64_t q_size = heads * head_dim, qkv_w = (heads + 2 * kv_heads) * head_dim;
-    const int64_t layer_cache = kv_heads * num_blocks * block_size * head_dim;
-    float *h = scratch, *mid = h + tokens * hidden, *qkv = mid + tokens * hidden, *attn = qkv + tokens * qkv_w;
-    float *gate_up = attn + tokens * q_size, *act = gate_up + tokens * 2 * inter;
-    for (int64_t l = 0; l < num_layers; l++) {
-        const int64_t *p = layers + l * 10, *b = bits + l * 4;
-        float *kc = k_cache + l * layer_cache, *vc = v_cache + l * layer_cache;
-        tg_rms_norm(x, hidden, (const float *)p[0], h, tokens, hidden, eps);
-        tg_block_quant_linear(h, tokens, hidden, (const uint8_t *)p[2], (const float *)p[3], qkv_w, b[0], qkv, NULL);
-        tg_rotary_store_kv(qkv, qkv_w, cos, sin, slots, kc, vc, tokens, heads, kv_heads, head_dim,
-                           num_blocks * block_size);
-        tg_paged_decode_attention(qkv, qkv_w, kc, vc, block_tables, max_blocks, context_lens, attn, tokens, heads,
-                                  kv_heads, head_dim, num_blocks, block_size, scale);
-        tg_block_quant_linear(attn, tokens, q_size, (const uint8_t *)p[4], (const float *)p[5], hidden, b[1], mid, x);
-        tg_rms_norm(mid, hidden, (const float *)p[1], h, tokens, hidden, eps);
-        tg_block_quant_linear(h, tokens, hidden, (const uint8_t *)p[6], (const float *)p[7], 2 * inter, b[2], gate_up,
-                              NULL);
-        tg_silu_mul(gate_up, act, tokens, inter);
-        tg_block_quant_linear(act, tokens, inter, (const uint8_t *)p[8], (const float *)p[9], hidden, b[3], x, mid);
     }
 }

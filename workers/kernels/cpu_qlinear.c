@@ -176,34 +176,6 @@ static const gemv_fn GEMV_ONE[2][SMALL_M + 1] = {
     {NULL, gemv1x1_4, gemv2x1_4, gemv3x1_4, gemv4x1_4, gemv5x1_4, gemv6x1_4},
     {NULL, gemv1x1_8, gemv2x1_8, gemv3x1_8, gemv4x1_8, gemv5x1_8, gemv6x1_8}};
 
-/* M in [1, SMALL_M]: the gemv kernels over every panel, the threads splitting the panels. */
-static void small_rows_linear(const float *x, int64_t M, int64_t K, const uint8_t *q, const float *dm, int64_t N,
-                              int64_t bits, float *out, const float *res) {
-    const int64_t panels = N / PANEL, panel_bytes = K * (bits == 4 ? 8 : 16), panel_dm = (K / GROUP) * 2 * PANEL;
-    float *xsum = (float *)malloc(sizeof(float) * M * (K / GROUP));
-    for (int64_t i = 0; i < M * (K / GROUP); i++) {
-        float sum = 0.0f;
-        for (int64_t k = 0; k < GROUP; k++) sum += x[i * GROUP + k];
-        xsum[i] = sum;
-    }
-    const int b8 = bits == 8;
-    const gemv_fn wide = GEMV_WIDE[b8][M], one = GEMV_ONE[b8][M];
-    const int64_t step = GEMV_PANELS[M], chunks = (panels + step - 1) / step;
-#pragma omp parallel for schedule(dynamic, 2)
-    for (int64_t c = 0; c < chunks; c++) {
-        const int64_t p0 = c * step;
-        if (p0 + step <= panels) {
-            wide(x, K, q + p0 * panel_bytes, panel_bytes, dm + p0 * panel_dm, panel_dm, xsum, out + p0 * PANEL, N,
-                 res ? res + p0 * PANEL : NULL);
-            continue;
-        }
-        for (int64_t p = p0; p < panels; p++)  /* the last panels, fewer than a wide call takes */
-            one(x, K, q + p * panel_bytes, panel_bytes, dm + p * panel_dm, panel_dm, xsum, out + p * PANEL, N,
-                res ? res + p * PANEL : NULL);
-    }
-    free(xsum);
-}
-
 #ifdef __AVX512F__
 /* With AVX-512 a panel's 16 outputs are one register, and there are 32 registers: a tile of up to WIDE_ROWS
  * rows expands each weight vector in registers (d * q + m, rounded once, as expand_panel does) and feeds it
@@ -277,68 +249,103 @@ static const tile_fn TILES16[WIDE_ROWS + 1][2] = {
     TILE_ROW(6),   TILE_ROW(7),  TILE_ROW(8),  TILE_ROW(9),  TILE_ROW(10), TILE_ROW(11),
     TILE_ROW(12),  TILE_ROW(13), TILE_ROW(14), TILE_ROW(15), TILE_ROW(16)};
 
-/* M > SMALL_M: the threads split the panels; each runs its panel against every row, in tiles of as equal
- * sizes as WIDE_ROWS allows (16 rows: one tile; 20 rows: 10 + 10). A tile reads its rows of x transposed
- * (xt: k-major, its R values for one k adjacent), copied once per call, so its broadcasts come from one
- * pointer at fixed offsets rather than R row pointers. */
-static void many_rows_linear(const float *x, int64_t M, int64_t K, const uint8_t *q, const float *dm, int64_t N,
-                             int64_t bits, float *out, const float *res) {
+#endif
+
+/* Work is handed out in chunks of panels claimed from a shared counter, so a thread that the OS preempts holds
+ * up at most the chunk it has: every other chunk goes to whichever thread is running. */
+static inline int64_t claim(int64_t *next) { return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED); }
+
+/* Floats of scratch one thread needs for tg_linear_share at M rows and K columns. */
+int64_t tg_linear_scratch(int64_t M, int64_t K) {
+    const int64_t small = M * (K / GROUP), many = M * K, panel = K * PANEL + 16;
+    return small > many ? (small > panel ? small : panel) : (many > panel ? many : panel);
+}
+
+/* One thread's share of out = x @ W.T (+ res): chunks of panels claimed from *next (zero before the first thread
+ * starts) until none is left. Every thread of a team calls it with the same arguments but its own scratch
+ * (tg_linear_scratch(M, K) floats); a chunk's outputs are the same whichever thread computes them.
+ *  - M <= SMALL_M: the gemv kernels straight from the packed weights (xsum: each row's sum per group);
+ *  - more rows, AVX-512: each thread's own k-major copy of x and tiles
+ *    of up to WIDE_ROWS rows, two panels a chunk;
+ *  - more rows, AVX2 only: each panel expanded into the thread's buffer and run against tiles of six rows. */
+void tg_linear_share(const float *x, int64_t M, int64_t K, const uint8_t *q, const float *dm, int64_t N, int64_t bits,
+                     float *out, const float *res, int64_t *next, float *scratch) {
     const int64_t panels = N / PANEL, panel_bytes = K * (bits == 4 ? 8 : 16), panel_dm = (K / GROUP) * 2 * PANEL;
-    const int64_t tiles = (M + WIDE_ROWS - 1) / WIDE_ROWS;
     const int b8 = bits == 8;
-    float *xt = (float *)malloc(sizeof(float) * M * K);
+    if (M < 1) return;  /* a step whose rows need no logits calls the head with none */
+    if (M <= SMALL_M) {
+        float *xsum = scratch;
+        for (int64_t i = 0; i < M * (K / GROUP); i++) {
+            float sum = 0.0f;
+            for (int64_t k = 0; k < GROUP; k++) sum += x[i * GROUP + k];
+            xsum[i] = sum;
+        }
+        const gemv_fn wide = GEMV_WIDE[b8][M], one = GEMV_ONE[b8][M];
+        const int64_t step = GEMV_PANELS[M], chunks = (panels + step - 1) / step;
+        for (int64_t c = claim(next); c < chunks; c = claim(next)) {
+            const int64_t p0 = c * step;
+            if (p0 + step <= panels) {
+                wide(x, K, q + p0 * panel_bytes, panel_bytes, dm + p0 * panel_dm, panel_dm, xsum, out + p0 * PANEL,
+                     N, res ? res + p0 * PANEL : NULL);
+                continue;
+            }
+            for (int64_t p = p0; p < panels; p++)  /* the last panels, fewer than a wide call takes */
+                one(x, K, q + p * panel_bytes, panel_bytes, dm + p * panel_dm, panel_dm, xsum, out + p * PANEL, N,
+                    res ? res + p * PANEL : NULL);
+        }
+        return;
+    }
+#ifdef __AVX512F__
+    /* Tiles of as equal sizes as WIDE_ROWS allows (16 rows: one tile; 20 rows: 10 + 10). A tile reads its rows
+     * of x transposed (xt: k-major, its R values for one k adjacent), so its broadcasts come from one pointer at
+     * fixed offsets rather than R row pointers. */
+    const int64_t tiles = (M + WIDE_ROWS - 1) / WIDE_ROWS, chunks = (panels + 1) / 2;
+    float *xt = scratch;
     for (int64_t t = 0, r0 = 0; t < tiles; t++) {
         const int64_t rows = (M - r0) / (tiles - t);  /* the rest split evenly over the tiles left */
         for (int64_t r = 0; r < rows; r++)
             for (int64_t k = 0; k < K; k++) xt[r0 * K + k * rows + r] = x[(r0 + r) * K + k];
         r0 += rows;
     }
-#pragma omp parallel for schedule(dynamic, 2)
-    for (int64_t p = 0; p < panels; p++)
-        for (int64_t t = 0, r0 = 0; t < tiles; t++) {
-            const int64_t rows = (M - r0) / (tiles - t);
-            TILES16[rows][b8](xt + r0 * K, K, q + p * panel_bytes, dm + p * panel_dm, out + r0 * N + p * PANEL, N,
-                              res ? res + r0 * N + p * PANEL : NULL);
-            r0 += rows;
+    for (int64_t c = claim(next); c < chunks; c = claim(next))
+        for (int64_t p = 2 * c; p < 2 * c + 2 && p < panels; p++)
+            for (int64_t t = 0, r0 = 0; t < tiles; t++) {
+                const int64_t rows = (M - r0) / (tiles - t);
+                TILES16[rows][b8](xt + r0 * K, K, q + p * panel_bytes, dm + p * panel_dm, out + r0 * N + p * PANEL,
+                                  N, res ? res + r0 * N + p * PANEL : NULL);
+                r0 += rows;
+            }
+#else
+    float *buf = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
+    for (int64_t p = claim(next); p < panels; p = claim(next)) {
+        expand_panel(q + p * panel_bytes, dm + p * panel_dm, K, (int)bits, buf);
+        for (int64_t r0 = 0; r0 < M; r0 += 6) {
+            const float *xr = x + r0 * K;
+            float *o = out + r0 * N + p * PANEL;
+            const float *rr = res ? res + r0 * N + p * PANEL : NULL;
+            switch (M - r0 < 6 ? M - r0 : 6) {
+            case 6: tile6(xr, K, buf, o, N, rr); break;
+            case 5: tile5(xr, K, buf, o, N, rr); break;
+            case 4: tile4(xr, K, buf, o, N, rr); break;
+            case 3: tile3(xr, K, buf, o, N, rr); break;
+            case 2: tile2(xr, K, buf, o, N, rr); break;
+            default: tile1(xr, K, buf, o, N, rr); break;
+            }
         }
-    free(xt);
-}
+    }
 #endif
+}
 
 /* x [M, K] dense; q and dm packed as above for W [N, K]; out [M, N] dense; res NULL or [M, N] dense.
  * N is a multiple of 16 and K of 32 (the packer guarantees it). */
 void tg_block_quant_linear(const float *x, int64_t M, int64_t K, const uint8_t *q, const float *dm, int64_t N,
                            int64_t bits, float *out, const float *res) {
-    const int64_t panels = N / PANEL, panel_bytes = K * (bits == 4 ? 8 : 16), panel_dm = (K / GROUP) * 2 * PANEL;
-    if (M < 1) return;  /* a step whose rows need no logits calls the head with none */
-    if (M <= SMALL_M) {
-        small_rows_linear(x, M, K, q, dm, N, bits, out, res);
-        return;
-    }
-#ifdef __AVX512F__
-    many_rows_linear(x, M, K, q, dm, N, bits, out, res);
-    return;
-#endif
+    int64_t next = 0;
+    if (M < 1) return;
 #pragma omp parallel
     {
-        float *buf = (float *)malloc(sizeof(float) * K * PANEL);
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t p = 0; p < panels; p++) {
-            expand_panel(q + p * panel_bytes, dm + p * panel_dm, K, (int)bits, buf);
-            for (int64_t r0 = 0; r0 < M; r0 += 6) {
-                const float *xr = x + r0 * K;
-                float *o = out + r0 * N + p * PANEL;
-                const float *rr = res ? res + r0 * N + p * PANEL : NULL;
-                switch (M - r0 < 6 ? M - r0 : 6) {
-                case 6: tile6(xr, K, buf, o, N, rr); break;
-                case 5: tile5(xr, K, buf, o, N, rr); break;
-                case 4: tile4(xr, K, buf, o, N, rr); break;
-                case 3: tile3(xr, K, buf, o, N, rr); break;
-                case 2: tile2(xr, K, buf, o, N, rr); break;
-                default: tile1(xr, K, buf, o, N, rr); break;
-                }
-            }
-        }
-        free(buf);
+        float *scratch = (float *)malloc(sizeof(float) * tg_linear_scratch(M, K));
+        tg_linear_share(x, M, K, q, dm, N, bits, out, res, &next, scratch);
+        free(scratch);
     }
 }

@@ -113,12 +113,13 @@ def test_kv_pool_geometry(model_runner):
     assert model_runner.max_model_len == 8192
 
 
-def test_decoder_stack_equals_layer_by_layer_decode(model_runner):
+@pytest.mark.parametrize("copies", [1, 3])  # 3 and 9 sequences: the matmuls' few-rows and many-rows kernels
+def test_decoder_stack_equals_layer_by_layer_decode(model_runner, copies):
     """Decode-only steps run all layers in one kernel call; the layer-by-layer path must give the same logits."""
     model = model_runner.model
     if model.decoder_stack is None and not os.environ.get("CI"):  # CI has gcc: there it must exist
         pytest.skip("no compiled kernels: there is no decoder stack")
-    seqs = [_seq(model_runner, q, name=f"stack-{i}") for i, q in enumerate(QUESTIONS)]
+    seqs = [_seq(model_runner, q, name=f"stack-{copies}-{i}") for i, q in enumerate(QUESTIONS * copies)]
     for s in seqs:
         _step(model_runner, [(s, s.num_tokens)])  # prompt computed, first token sampled: next is a decode
     scheduled = [ScheduledSequence(s, 1) for s in seqs]

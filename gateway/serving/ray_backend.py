@@ -66,6 +66,11 @@ class RayServeBackend:
         self._configs: dict[str, VersionServeConfig] = {c.version: c for c in configs}
         self._models = {v: v.partition("@")[0] for v in self._configs}
         self._first_chunk_timeout_s = first_chunk_timeout_s
+        # The replica's chunks are msgpack bytes already: pickle carries bytes as they are (cloudpickle, Ray's
+        # default, does the same work more slowly). By reference: one Ray object per chunk through the owner.
+        self._stream_options: dict[str, object] = (
+            {"stream": True, "_by_reference": False, "request_serialization": "pickle",
+             "response_serialization": "pickle"} if settings.ray_grpc_streams else {"stream": True})
         # A health poll is one serve.status() call: ~35 ms of the gateway's CPU (it rebuilds and cloudpickles each
         # deployment's router config), a third of the gateway's Python time under load when polled every 0.5 s
         # (benchmarks/serve_profile.py). A lost replica is marked at once by the request that meets it, so 2 s only
@@ -227,7 +232,7 @@ class RayServeBackend:
         payload = protocol.encode(wire)
         if not self._health.healthy(version):
             raise VersionUnavailable(f"version {version!r} has no ready replica")
-        gen = handle.options(stream=True).generate.remote(payload, prefix_key=prefix_key)
+        gen = handle.options(**self._stream_options).generate.remote(payload, prefix_key=prefix_key)
         deadline = time.monotonic() + self._settings.request_timeout_s
         sent = prompt_tokens = 0
         # finished: the stream completed; settled: it ended in an error that already closed it

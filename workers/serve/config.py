@@ -10,6 +10,12 @@ from workers.validation import validated
 
 NonNegative = Annotated[float, Field(ge=0)]
 
+# Serve runs a replica's methods on an event loop of their own in a second thread by default, so every chunk a
+# stream yields crosses threads before it is sent. Ours do no blocking work on the loop (the engine steps in its
+# own thread), so they run on Serve's loop. One of the flags of Ray's RAY_SERVE_THROUGHPUT_OPTIMIZED bundle
+# (docs/serving.md has the measurements); a catalogue's `env` may set it back.
+REPLICA_ENV = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0"}
+
 
 @validated(slots=True)
 class VersionServeConfig:
@@ -51,7 +57,7 @@ class VersionServeConfig:
 
     def actor_options(self) -> dict:
         """Ray resources and environment of each replica."""
-        options = {"num_cpus": self.num_cpus, "runtime_env": {"env_vars": dict(self.env)}}
+        options = {"num_cpus": self.num_cpus, "runtime_env": {"env_vars": {**REPLICA_ENV, **self.env}}}
         if self.num_gpus:
             options["num_gpus"] = self.num_gpus
         return options

@@ -11,9 +11,9 @@ from workers.validation import validated
 NonNegative = Annotated[float, Field(ge=0)]
 
 # Serve runs a replica's methods on an event loop of their own in a second thread by default, so every chunk a
-# stream yields crosses threads before it is sent. Ours do no blocking work on the loop (the engine steps in its
-# own thread), so they run on Serve's loop. One of the flags of Ray's RAY_SERVE_THROUGHPUT_OPTIMIZED bundle
-# (docs/serving.md has the measurements); a catalogue's `env` may set it back.
+# stream yields crosses threads before it is sent. Ours do little on the loop (decoding the request, tokenizing
+# its prompt; the engine steps in a thread of its own), so they run on Serve's loop: one of the flags of Ray's
+# RAY_SERVE_THROUGHPUT_OPTIMIZED bundle (docs/serving.md has the measurements). A catalogue's `env` may set it back.
 REPLICA_ENV = {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0"}
 
 

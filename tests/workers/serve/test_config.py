@@ -29,3 +29,11 @@ def test_bad_configs_name_the_field(kw, word):
     args = {"version": "m@a", "engine": ENGINE, **kw}
     with pytest.raises(ValueError, match=word):
         VersionServeConfig(**args)
+
+
+def test_replicas_run_their_methods_on_serves_loop_unless_the_catalogue_says_otherwise():
+    cfg = VersionServeConfig("m@v", ENGINE, env={"OMP_NUM_THREADS": "2"})
+    env = cfg.actor_options()["runtime_env"]["env_vars"]
+    assert env == {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0", "OMP_NUM_THREADS": "2"}
+    back = VersionServeConfig("m@v", ENGINE, env={"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "1"})
+    assert back.actor_options()["runtime_env"]["env_vars"] == {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "1"}

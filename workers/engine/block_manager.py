@@ -3,6 +3,11 @@
 Knows sequences only through their token ids and block tables; never touches tensors. A block's
 ref count is the number of block tables holding it: prefix-cache hits and forked siblings (n > 1)
 share blocks, and a shared block is copied before anyone writes into it.
+
+Reuse goes past the last full cached block: a prompt whose next block starts like a cached one (a chat
+template's system prompt ends mid-block; prompts that differ only in their last words) gets a copy of that
+block and skips the tokens they share. Only the copy's own tokens are computed, and the positions past the
+shared ones are overwritten before anything reads them.
 """
 from __future__ import annotations
 
@@ -21,6 +26,15 @@ class PrefixCacheStats:
     queries: int = 0
     hits: int = 0
     evictions: int = 0
+    partial_tokens: int = 0  # tokens reused from the head of a cached block past the full hits
+
+
+@dataclass(frozen=True, slots=True)
+class PartialHit:
+    """The head of a cached block that seq's next block starts with: copy `src`, skip `num_tokens` tokens."""
+
+    src: int
+    num_tokens: int
 
 
 class BlockManager:
@@ -38,6 +52,10 @@ class BlockManager:
         self._cached: dict[int, int] = {}  # block hash -> block id
         self._num_published: dict[tuple[str, int], int] = {}  # sequence key -> leading blocks already hashed
         self._copies: list[tuple[int, int]] = []  # copy-on-write (src, dst) pairs not yet taken
+        self._pinned: list[int] = []  # partial-hit sources held until their copy is taken
+        # (parent hash, a published block's first k tokens) -> that block, for every k < block_size: the
+        # longest head a cached block shares with a prompt is found in at most block_size - 1 lookups.
+        self._heads: dict[tuple[int | None, tuple[int, ...]], int] = {}
         self.stats = PrefixCacheStats()
 
     @property
@@ -72,31 +90,61 @@ class BlockManager:
             parent = h
         return hits
 
+    def find_partial(self, seq: Sequence, cached: Collection[int]) -> PartialHit | None:
+        """The cached block whose head is the longest run of the tokens after seq's `cached` full blocks
+        (leaving at least one token to compute), or None."""
+        if not self.enable_prefix_caching or seq.block_table:
+            return None
+        i = len(cached)
+        room = min(self.block_size - 1, seq.num_tokens - 1 - i * self.block_size)
+        if room < 1:
+            return None
+        parent = _chain_parent(seq, i, self.blocks[list(cached)[-1]].hash if cached else None)
+        tokens = tuple(seq.block_tokens(i)[:room])
+        for k in range(room, 0, -1):
+            src = self._heads.get((parent, tokens[:k]))
+            if src is not None:
+                block = self.blocks[src]
+                if block.hash is not None and block.parent_hash == parent and block.token_ids[:k] == tokens[:k]:
+                    return PartialHit(src, k)
+        return None
+
     def can_allocate_slots(self, seq: Sequence, num_new_tokens: int, cached: Collection[int] = (), *,
-                           reserve: int = 0) -> bool:
+                           reserve: int = 0, partial: PartialHit | None = None) -> bool:
         """`reserve`: blocks that must stay free afterwards (speculative drafts never take what others need)."""
         # Reusing a cached block that sits in the evictable list takes it out of the free pool.
         revived = sum(1 for b in cached if self.blocks[b].ref_count == 0)
-        needed = self._num_blocks_needed(seq, num_new_tokens, cached) + (self._shared_write_block(seq) is not None)
+        revived += partial is not None and self.blocks[partial.src].ref_count == 0
+        needed = (self._num_blocks_needed(seq, num_new_tokens, cached, partial)
+                  + (self._shared_write_block(seq) is not None))
         return needed + reserve <= self.num_free_blocks - revived
 
-    def allocate_slots(self, seq: Sequence, num_new_tokens: int, cached: Collection[int] = ()) -> bool:
-        """Grow seq's block table to hold its computed tokens, `cached` (only on admission) and
-        `num_new_tokens` more; if the block the new tokens start in is shared (a forked sibling's
-        partial block), give seq its own copy first (see take_copies). Returns False, changing
-        nothing, when the pool is short."""
+    def allocate_slots(self, seq: Sequence, num_new_tokens: int, cached: Collection[int] = (),
+                       partial: PartialHit | None = None) -> bool:
+        """Grow seq's block table to hold its computed tokens, `cached` (only on admission), the copy of
+        `partial`'s block (only on admission) and `num_new_tokens` more; if the block the new tokens start
+        in is shared (a forked sibling's partial block), give seq its own copy first (see take_copies).
+        Returns False, changing nothing, when the pool is short."""
         if num_new_tokens < 0:
             raise ValueError(f"num_new_tokens must be >= 0, got {num_new_tokens}")
-        if not self.can_allocate_slots(seq, num_new_tokens, cached):
+        if not self.can_allocate_slots(seq, num_new_tokens, cached, partial=partial):
             return False
-        num_fresh = self._num_blocks_needed(seq, num_new_tokens, cached)
+        num_fresh = self._num_blocks_needed(seq, num_new_tokens, cached, partial)
         if not seq.block_table:
-            self._count_lookup(seq, len(cached))
+            self._count_lookup(seq, len(cached), partial)
         if (i := self._shared_write_block(seq)) is not None:
             self._copy_on_write(seq, i)
         for block_id in cached:
             self._touch(block_id)
             seq.block_table.append(block_id)
+        if partial is not None:
+            # Held until take_copies hands the copy to the runner: nothing may take the source before then.
+            self._touch(partial.src)
+            self._pinned.append(partial.src)
+            dst = self._take_fresh()
+            seq.block_table.append(dst)
+            self._copies.append((partial.src, dst))
+            num_fresh -= 1
         for _ in range(num_fresh):
             seq.block_table.append(self._take_fresh())
         return True
@@ -116,6 +164,12 @@ class BlockManager:
         """The (src, dst) block copies allocate_slots decided since the last call. The runner must
         run them before the next forward pass writes any KV: each dst's owner reads the src's KV."""
         copies, self._copies = self._copies, []
+        for block_id in self._pinned:  # the runner copies before the next allocation can reuse a source
+            block = self.blocks[block_id]
+            block.ref_count -= 1
+            if block.ref_count == 0:
+                self._release(block)
+        self._pinned = []
         return copies
 
     def cache_blocks(self, seq: Sequence) -> None:
@@ -132,7 +186,9 @@ class BlockManager:
                 tokens = tuple(seq.block_tokens(i))
                 block.hash, block.parent_hash, block.token_ids = chain_hash(parent, tokens), parent, tokens
                 # A twin computed concurrently may own the hash already; keep that one published.
-                self._cached.setdefault(block.hash, block.block_id)
+                if self._cached.setdefault(block.hash, block.block_id) == block.block_id:
+                    for k in range(1, self.block_size):
+                        self._heads[(parent, tokens[:k])] = block.block_id
             parent = block.hash
         self._num_published[seq.key] = max(start, end)
 
@@ -178,9 +234,11 @@ class BlockManager:
     def _num_lookup_blocks(self, seq: Sequence) -> int:
         return (seq.num_tokens - 1) // self.block_size
 
-    def _num_blocks_needed(self, seq: Sequence, num_new_tokens: int, cached: Collection[int]) -> int:
+    def _num_blocks_needed(self, seq: Sequence, num_new_tokens: int, cached: Collection[int],
+                           partial: PartialHit | None = None) -> int:
         held = len(seq.block_table) + len(cached)
-        num_tokens = max(seq.num_computed_tokens, held * self.block_size if cached else 0) + num_new_tokens
+        reused = held * self.block_size + (partial.num_tokens if partial else 0) if cached or partial else 0
+        num_tokens = max(seq.num_computed_tokens, reused) + num_new_tokens
         return max(0, -(-num_tokens // self.block_size) - held)
 
     @staticmethod
@@ -188,10 +246,11 @@ class BlockManager:
         # Guards against hash collisions: the block must hold exactly these tokens after this parent.
         return block.parent_hash == parent and block.token_ids == tokens
 
-    def _count_lookup(self, seq: Sequence, num_hits: int) -> None:
+    def _count_lookup(self, seq: Sequence, num_hits: int, partial: PartialHit | None) -> None:
         if self.enable_prefix_caching:
             self.stats.queries += self._num_lookup_blocks(seq)
             self.stats.hits += num_hits
+            self.stats.partial_tokens += partial.num_tokens if partial else 0
 
     def _touch(self, block_id: int) -> None:
         block = self.blocks[block_id]
@@ -211,6 +270,10 @@ class BlockManager:
     def _evict(self, block: Block) -> None:
         if block.hash is not None and self._cached.get(block.hash) == block.block_id:
             del self._cached[block.hash]
+            for k in range(1, self.block_size):
+                key = (block.parent_hash, block.token_ids[:k])
+                if self._heads.get(key) == block.block_id:
+                    del self._heads[key]
         block.forget()
         self.stats.evictions += 1
 

@@ -32,6 +32,7 @@ class _Families:
     kv_blocks_total: Gauge
     prefix_cache_queries: Counter
     prefix_cache_hits: Counter
+    prefix_cache_partial_tokens: Counter
     num_preemptions: Counter
     prompt_tokens: Counter
     generation_tokens: Counter
@@ -66,6 +67,7 @@ def _create(registry: CollectorRegistry) -> _Families:
         gauge("kv_blocks_total", "KV blocks in the pool."),
         counter("prefix_cache_queries", "Full prompt blocks looked up in the prefix cache."),
         counter("prefix_cache_hits", "Full prompt blocks found in the prefix cache."),
+        counter("prefix_cache_partial_tokens", "Prompt tokens reused from the head of a cached block."),
         counter("num_preemptions", "Sequences preempted for lack of KV blocks."),
         counter("prompt_tokens", "Prompt tokens of requests that produced a first token."),
         counter("generation_tokens", "Generated tokens."),
@@ -101,6 +103,7 @@ class EngineMetrics:
         self._accepted_per_pos = f.spec_decode_num_accepted_tokens_per_pos
         self._last_queries = 0
         self._last_hits = 0
+        self._last_partial = 0
 
     def record_step(self, out: SchedulerOutput, finished: list[Sequence], stats: SchedulerStats) -> None:
         """`finished`: the last sequence of each request that finished this step."""
@@ -111,7 +114,9 @@ class EngineMetrics:
         m["kv_blocks_total"].set(stats.kv_blocks_total)
         m["prefix_cache_queries"].inc(stats.prefix_cache_queries - self._last_queries)
         m["prefix_cache_hits"].inc(stats.prefix_cache_hits - self._last_hits)
+        m["prefix_cache_partial_tokens"].inc(stats.prefix_cache_partial_tokens - self._last_partial)
         self._last_queries, self._last_hits = stats.prefix_cache_queries, stats.prefix_cache_hits
+        self._last_partial = stats.prefix_cache_partial_tokens
         if out.preempted:
             m["num_preemptions"].inc(len(out.preempted))
         for s in out.scheduled:

@@ -35,6 +35,7 @@ class SchedulerStats:
     kv_blocks_total: int
     prefix_cache_queries: int  # cumulative, blocks
     prefix_cache_hits: int  # cumulative, blocks
+    prefix_cache_partial_tokens: int = 0  # cumulative, tokens reused from the head of a cached block
 
 
 class Scheduler:
@@ -127,7 +128,7 @@ class Scheduler:
     def stats(self) -> SchedulerStats:
         bm = self.block_manager
         return SchedulerStats(len(self.running), len(self.waiting), bm.num_used_blocks, bm.num_blocks,
-                              bm.stats.queries, bm.stats.hits)
+                              bm.stats.queries, bm.stats.hits, bm.stats.partial_tokens)
 
     def _fill(self, out: SchedulerOutput, only_foreground: bool) -> None:
         displaced = len(out.preempted)
@@ -186,9 +187,10 @@ class Scheduler:
             if slots + need > self.max_num_seqs:
                 break
             cached = self.block_manager.find_cached_prefix(seq)
-            num_cached = len(cached) * self.block_manager.block_size
+            partial = self.block_manager.find_partial(seq, cached)
+            num_cached = len(cached) * self.block_manager.block_size + (partial.num_tokens if partial else 0)
             num_new = min(seq.num_tokens - num_cached, budget)
-            if not self.block_manager.allocate_slots(seq, num_new, cached):
+            if not self.block_manager.allocate_slots(seq, num_new, cached, partial):
                 break
             self.waiting.remove(seq)
             self._count_waiting(seq, -1)
@@ -217,8 +219,10 @@ class Scheduler:
     def _fits(self, seq: Sequence) -> bool:
         """The pool holds seq's first chunk (after its cached prefix) now."""
         cached = self.block_manager.find_cached_prefix(seq)
-        num_new = min(seq.num_tokens - len(cached) * self.block_manager.block_size, self.max_num_batched_tokens)
-        return self.block_manager.can_allocate_slots(seq, num_new, cached)
+        partial = self.block_manager.find_partial(seq, cached)
+        num_cached = len(cached) * self.block_manager.block_size + (partial.num_tokens if partial else 0)
+        num_new = min(seq.num_tokens - num_cached, self.max_num_batched_tokens)
+        return self.block_manager.can_allocate_slots(seq, num_new, cached, partial=partial)
 
     def _admit(self, seq: Sequence, num_cached: int) -> None:
         seq.num_computed_tokens = num_cached

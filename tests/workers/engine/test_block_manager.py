@@ -356,3 +356,97 @@ def test_a_reserve_keeps_blocks_free_for_others():
     seq.token_ids.append(4)
     assert bm.can_allocate_slots(seq, 5, reserve=1)  # positions 4..8: two more blocks of the three free
     assert not bm.can_allocate_slots(seq, 5, reserve=2)
+
+
+def admit(bm, seq):
+    """The scheduler's admission: full hits, then the head of a cached block, then the rest in one chunk."""
+    cached = bm.find_cached_prefix(seq)
+    partial = bm.find_partial(seq, cached)
+    reused = len(cached) * BS + (partial.num_tokens if partial else 0)
+    assert bm.allocate_slots(seq, seq.num_tokens - reused, cached, partial)
+    seq.num_computed_tokens = seq.num_tokens
+    bm.cache_blocks(seq)
+    return cached, partial
+
+
+def test_the_head_of_a_cached_block_is_reused_through_a_copy():
+    bm = BlockManager(16, BS)
+    a = make_seq([1, 2, 3, 4, 5, 6, 7, 8, 9], "a")
+    compute(bm, a, 9)
+    # b shares block 0 and the first three tokens of block 1.
+    b = make_seq([1, 2, 3, 4, 5, 6, 7, 99, 100, 101], "b")
+    cached, partial = admit(bm, b)
+    assert cached == a.block_table[:1]
+    assert partial is not None and (partial.src, partial.num_tokens) == (a.block_table[1], 3)
+    assert b.block_table[1] != a.block_table[1]  # its own block, a copy of a's
+    assert bm.take_copies() == [(a.block_table[1], b.block_table[1])]
+    assert bm.stats.partial_tokens == 3
+    bm.free(a)
+    bm.free(b)
+    assert_all_free(bm)
+
+
+def test_a_partial_hit_leaves_the_last_token_to_compute():
+    bm = BlockManager(16, BS)
+    compute(bm, make_seq([1, 2, 3, 4, 5, 6, 7, 8], "a"), 8)
+    b = make_seq([1, 2, 3, 4, 5, 6, 7], "b")  # all of it cached: the head of block 1 gives two of three
+    cached = bm.find_cached_prefix(b)
+    partial = bm.find_partial(b, cached)
+    assert len(cached) == 1 and partial is not None and partial.num_tokens == 2
+    assert bm.find_partial(make_seq([1, 2, 3, 4, 5], "c"), cached) is None  # one token past the block: none
+
+
+def test_a_partial_source_is_held_until_its_copy_is_taken():
+    bm = BlockManager(3, BS)
+    a = make_seq([1, 2, 3, 4, 5, 6, 7, 8], "a")
+    compute(bm, a, 8)
+    bm.free(a)  # both blocks evictable, still cached
+    b = make_seq([1, 2, 3, 4, 5, 6, 9, 9, 9, 9], "b")
+    cached = bm.find_cached_prefix(b)
+    partial = bm.find_partial(b, cached)
+    assert partial is not None and partial.num_tokens == 2
+    # block 0 revived, block 1 pinned as the source, one fresh block for the copy, one for the last two tokens:
+    # four blocks from a pool of three, so it is refused without touching anything.
+    assert not bm.can_allocate_slots(b, 4, cached, partial=partial)
+    assert not bm.allocate_slots(b, 4, cached, partial)
+    assert b.block_table == [] and bm.num_free_blocks == 3
+    b = make_seq([1, 2, 3, 4, 5, 6, 9], "b")
+    cached = bm.find_cached_prefix(b)
+    partial = bm.find_partial(b, cached)
+    assert bm.allocate_slots(b, 1, cached, partial)
+    src = partial.src
+    assert bm.blocks[src].ref_count == 1  # pinned: no allocation before the copy may take it
+    assert bm.take_copies() == [(src, b.block_table[1])]
+    assert bm.blocks[src].ref_count == 0 and bm.find_cached_prefix(make_seq(range(1, 10), "c"))
+    bm.free(b)
+    assert_all_free(bm)
+
+
+def test_partial_hits_respect_the_salt():
+    bm = BlockManager(16, BS)
+    compute(bm, salted_seq([1, 2, 3, 4, 5, 6, 7, 8], "a", "tenant-a"), 8)
+    other = salted_seq([1, 2, 3, 4, 5, 6, 7, 9, 9], "b", "tenant-b")
+    assert bm.find_partial(other, bm.find_cached_prefix(other)) is None
+    assert bm.find_partial(make_seq([1, 2, 9], "anon"), []) is None
+    same = salted_seq([1, 2, 3, 4, 5, 6, 7, 9, 9], "a2", "tenant-a")
+    cached = bm.find_cached_prefix(same)
+    assert len(cached) == 1 and bm.find_partial(same, cached).num_tokens == 3
+
+
+def test_an_evicted_block_is_no_longer_a_partial_source():
+    bm = BlockManager(2, BS)
+    a = make_seq([1, 2, 3, 4, 5], "a")
+    compute(bm, a, 5)
+    bm.free(a)
+    assert bm.find_partial(make_seq([1, 2, 9], "b"), []).num_tokens == 2
+    for rid in ("x", "y"):  # two fresh sequences take both blocks
+        s = make_seq([50, 51, 52, 53, 54], rid)
+        compute(bm, s, 5)
+        bm.free(s)
+    assert bm.find_partial(make_seq([1, 2, 9], "b"), []) is None
+
+
+def test_prefix_caching_disabled_finds_no_partial_hit():
+    bm = BlockManager(8, BS, enable_prefix_caching=False)
+    compute(bm, make_seq([1, 2, 3, 4, 5], "a"), 5)
+    assert bm.find_partial(make_seq([1, 2, 9], "b"), []) is None

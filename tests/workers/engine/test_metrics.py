@@ -48,3 +48,16 @@ def test_an_n_request_counts_its_prompt_once_and_every_completions_tokens():
     assert 'tollgate:prompt_tokens_total{model_name="fake"} 11.0' in text
     assert 'tollgate:time_to_first_token_seconds_count{model_name="fake"} 1.0' in text
     assert 'tollgate:e2e_request_latency_seconds_count{model_name="fake"} 1.0' in text
+
+
+def test_tokens_reused_from_the_head_of_a_cached_block_are_counted():
+    registry = CollectorRegistry()
+    eng = engine(registry=registry)
+    eng.add_request("a", "hello there, friend", params=GREEDY)
+    drain(eng)
+    eng.add_request("b", "hello there, fiend!", params=GREEDY)
+    drain(eng)
+    text = generate_latest(registry).decode()
+    # Blocks of 4: "hell", "o th", "ere,", " fri" cached; b shares three blocks and " f" of the fourth.
+    assert 'tollgate:prefix_cache_hits_total{model_name="fake"} 3.0' in text
+    assert 'tollgate:prefix_cache_partial_tokens_total{model_name="fake"} 2.0' in text

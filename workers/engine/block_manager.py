@@ -53,9 +53,11 @@ class BlockManager:
         self._num_published: dict[tuple[str, int], int] = {}  # sequence key -> leading blocks already hashed
         self._copies: list[tuple[int, int]] = []  # copy-on-write (src, dst) pairs not yet taken
         self._pinned: list[int] = []  # partial-hit sources held until their copy is taken
-        # (parent hash, a published block's first k tokens) -> that block, for every k < block_size: the
-        # longest head a cached block shares with a prompt is found in at most block_size - 1 lookups.
-        self._heads: dict[tuple[int | None, tuple[int, ...]], int] = {}
+        # _head_key(parent hash, a published block's first k tokens) -> that block, for every k < block_size: the
+        # longest head a cached block shares with a prompt is found in at most block_size - 1 lookups. Keys are
+        # ints (~1.1 KB a published block instead of ~2.6 KB with the tuples kept); a hit is checked against the
+        # block's own parent and tokens, so a colliding key can only hide a head, never hand out the wrong one.
+        self._heads: dict[int, int] = {}
         self.stats = PrefixCacheStats()
 
     @property
@@ -102,7 +104,7 @@ class BlockManager:
         parent = _chain_parent(seq, i, self.blocks[list(cached)[-1]].hash if cached else None)
         tokens = tuple(seq.block_tokens(i)[:room])
         for k in range(room, 0, -1):
-            src = self._heads.get((parent, tokens[:k]))
+            src = self._heads.get(_head_key(parent, tokens[:k]))
             if src is not None:
                 block = self.blocks[src]
                 if block.hash is not None and block.parent_hash == parent and block.token_ids[:k] == tokens[:k]:
@@ -188,7 +190,7 @@ class BlockManager:
                 # A twin computed concurrently may own the hash already; keep that one published.
                 if self._cached.setdefault(block.hash, block.block_id) == block.block_id:
                     for k in range(1, self.block_size):
-                        self._heads[(parent, tokens[:k])] = block.block_id
+                        self._heads[_head_key(parent, tokens[:k])] = block.block_id
             parent = block.hash
         self._num_published[seq.key] = max(start, end)
 
@@ -271,7 +273,7 @@ class BlockManager:
         if block.hash is not None and self._cached.get(block.hash) == block.block_id:
             del self._cached[block.hash]
             for k in range(1, self.block_size):
-                key = (block.parent_hash, block.token_ids[:k])
+                key = _head_key(block.parent_hash, block.token_ids[:k])
                 if self._heads.get(key) == block.block_id:
                     del self._heads[key]
         block.forget()
@@ -283,6 +285,10 @@ class BlockManager:
         else:  # partial, or a twin whose hash another block publishes: nothing to keep
             block.forget()
             self._free.append(block.block_id)
+
+
+def _head_key(parent: int | None, head: tuple[int, ...]) -> int:
+    return hash((parent, head))
 
 
 def _chain_parent(seq: Sequence, i: int, parent: int | None) -> int | None:

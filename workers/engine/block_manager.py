@@ -92,7 +92,7 @@ class BlockManager:
             parent = h
         return hits
 
-    def find_partial(self, seq: Sequence, cached: Collection[int]) -> PartialHit | None:
+    def find_partial(self, seq: Sequence, cached: list[int]) -> PartialHit | None:
         """The cached block whose head is the longest run of the tokens after seq's `cached` full blocks
         (leaving at least one token to compute), or None."""
         if not self.enable_prefix_caching or seq.block_table:
@@ -101,7 +101,7 @@ class BlockManager:
         room = min(self.block_size - 1, seq.num_tokens - 1 - i * self.block_size)
         if room < 1:
             return None
-        parent = _chain_parent(seq, i, self.blocks[list(cached)[-1]].hash if cached else None)
+        parent = _chain_parent(seq, i, self.blocks[cached[-1]].hash if cached else None)
         tokens = tuple(seq.block_tokens(i)[:room])
         for k in range(room, 0, -1):
             src = self._heads.get(_head_key(parent, tokens[:k]))
@@ -189,8 +189,7 @@ class BlockManager:
                 block.hash, block.parent_hash, block.token_ids = chain_hash(parent, tokens), parent, tokens
                 # A twin computed concurrently may own the hash already; keep that one published.
                 if self._cached.setdefault(block.hash, block.block_id) == block.block_id:
-                    for k in range(1, self.block_size):
-                        self._heads[_head_key(parent, tokens[:k])] = block.block_id
+                    self._heads.update(dict.fromkeys(_head_keys(parent, tokens), block.block_id))
             parent = block.hash
         self._num_published[seq.key] = max(start, end)
 
@@ -272,8 +271,7 @@ class BlockManager:
     def _evict(self, block: Block) -> None:
         if block.hash is not None and self._cached.get(block.hash) == block.block_id:
             del self._cached[block.hash]
-            for k in range(1, self.block_size):
-                key = _head_key(block.parent_hash, block.token_ids[:k])
+            for key in _head_keys(block.parent_hash, block.token_ids):
                 if self._heads.get(key) == block.block_id:
                     del self._heads[key]
         block.forget()
@@ -289,6 +287,11 @@ class BlockManager:
 
 def _head_key(parent: int | None, head: tuple[int, ...]) -> int:
     return hash((parent, head))
+
+
+def _head_keys(parent: int | None, tokens: tuple[int, ...]) -> list[int]:
+    """The index keys of a full block's heads: its first 1 .. block_size - 1 tokens."""
+    return [_head_key(parent, tokens[:k]) for k in range(1, len(tokens))]
 
 
 def _chain_parent(seq: Sequence, i: int, parent: int | None) -> int | None:

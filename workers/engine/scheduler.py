@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from workers.config import EngineConfig
-from workers.engine.block_manager import BlockManager
+from workers.engine.block_manager import BlockManager, PartialHit
 from workers.engine.scheduler_output import ModelRunnerOutput, ScheduledSequence, SchedulerOutput
 from workers.engine.scheduling_policy import make_policy
 from workers.engine.sequence import Sequence, SequenceStatus
@@ -186,9 +186,7 @@ class Scheduler:
             need = seq.params.n if seq.awaiting_fork else 1
             if slots + need > self.max_num_seqs:
                 break
-            cached = self.block_manager.find_cached_prefix(seq)
-            partial = self.block_manager.find_partial(seq, cached)
-            num_cached = len(cached) * self.block_manager.block_size + (partial.num_tokens if partial else 0)
+            cached, partial, num_cached = self._cached_prefix(seq)
             num_new = min(seq.num_tokens - num_cached, budget)
             if not self.block_manager.allocate_slots(seq, num_new, cached, partial):
                 break
@@ -218,11 +216,15 @@ class Scheduler:
 
     def _fits(self, seq: Sequence) -> bool:
         """The pool holds seq's first chunk (after its cached prefix) now."""
-        cached = self.block_manager.find_cached_prefix(seq)
-        partial = self.block_manager.find_partial(seq, cached)
-        num_cached = len(cached) * self.block_manager.block_size + (partial.num_tokens if partial else 0)
+        cached, partial, num_cached = self._cached_prefix(seq)
         num_new = min(seq.num_tokens - num_cached, self.max_num_batched_tokens)
         return self.block_manager.can_allocate_slots(seq, num_new, cached, partial=partial)
+
+    def _cached_prefix(self, seq: Sequence) -> tuple[list[int], PartialHit | None, int]:
+        """seq's cached full blocks, the head of a cached block after them, and the prompt tokens both hold."""
+        cached = self.block_manager.find_cached_prefix(seq)
+        partial = self.block_manager.find_partial(seq, cached)
+        return cached, partial, len(cached) * self.block_manager.block_size + (partial.num_tokens if partial else 0)
 
     def _admit(self, seq: Sequence, num_cached: int) -> None:
         seq.num_computed_tokens = num_cached

@@ -192,6 +192,25 @@ def same_words(a: str, b: str) -> bool:
     return sorted(w.lower() for w in _WORD.findall(a)) == sorted(w.lower() for w in _WORD.findall(b))
 
 
+def misspelt_only(a: str, b: str) -> bool:
+    """The same words but for misspellings ("How do I handle exceptions in Java?" / "how do i handle exeptions in
+    java"): aligned word by word (difflib), every word that differs is a close match of its counterpart (ratio
+    >= 0.8, as _named_in reads a misspelt name), and a run of words split or joined reads as the same letters
+    ("every day" / "everyday", "what is" / "whats"). A traded word ("add" / "drop", "bigger" / "smaller") or an
+    added one is not a misspelling."""
+    x = [w.lower().replace("’", "'") for w in _WORD.findall(a)]
+    y = [w.lower().replace("’", "'") for w in _WORD.findall(b)]
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=x, b=y, autojunk=False).get_opcodes():
+        if op == "equal":
+            continue
+        if op != "replace":
+            return False
+        pairs = zip(x[i1:i2], y[j1:j2]) if i2 - i1 == j2 - j1 else [("".join(x[i1:i2]), "".join(y[j1:j2]))]
+        if not all(difflib.SequenceMatcher(a=u, b=v).ratio() >= 0.8 for u, v in pairs):
+            return False
+    return True
+
+
 def first_disagreement(query: str, candidate: str, lexicon: Lexicon,
                        guards: dict[str, Guard] = GUARDS) -> str | None:
     """The name of the first guard the two texts disagree on, or None."""

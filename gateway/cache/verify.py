@@ -7,6 +7,7 @@ from gateway.cache.guards import (
     Guard,
     Lexicon,
     first_disagreement,
+    misspelt_only,
     same_words,
     shared_lexicon,
 )
@@ -33,13 +34,16 @@ class Verifier:
 
     def judged(self, query: str, candidate: str, score: float, earlier: str = "",
                stored_earlier: str = "") -> str | None:
-        """A pair the guards let through: "judge" when the judge (or, without one, the cosine) refuses it. The
-        same words reordered, recased or repunctuated need no judge (it reads many such pairs as hard negatives:
-        they look like the one-word changes it was trained to refuse)."""
+        """A pair the guards let through: "cosine" when its cosine is under the judge's floor (min_cosine) and
+        its words differ by more than misspellings, "judge" when the judge (or, without one, the cosine) refuses
+        it. The same words reordered, recased or repunctuated need no judge (it reads many such pairs as hard
+        negatives: they look like the one-word changes it was trained to refuse)."""
         if self.guards and same_words(query, candidate) and same_words(earlier, stored_earlier):
             return None
         if self.judge is None:
             return None if not self.guards or score >= self.unjudged_cosine else "cosine"
+        if score < self.judge.config.min_cosine and not misspelt_only(query, candidate):
+            return "cosine"
         return None if self.judge.accepts(self.judge.probability(query, candidate, earlier, stored_earlier)) \
             else "judge"
 

@@ -2,7 +2,7 @@
 a word missing on one side is left to the judge. Cases written for these tests."""
 import pytest
 
-from gateway.cache.guards import facts, first_disagreement, shared_lexicon
+from gateway.cache.guards import facts, first_disagreement, misspelt_only, shared_lexicon
 
 
 @pytest.fixture(scope="module")
@@ -54,3 +54,22 @@ def test_facts(lexicon):
     assert f.entities == {"eiffel", "tower", "louvre"} and "et" in f.acronyms
     assert facts("The second president, once", lexicon).numbers == {"2": 1}  # English only: "once" is no 11
     assert facts("Where are my bags?", lexicon).units == frozenset()  # words pint knows that are not units here
+
+
+@pytest.mark.parametrize("a,b", [
+    ("How do I handle exceptions in Java?", "how do i handle exeptions in java"),
+    ("What is the recommended dosage of ibuprofen?", "whats the recomended dosage of ibuprofen"),
+    ("Can I water succulents every day?", "can i water succulents everyday"),  # the same letters, joined
+])
+def test_misspellings_only(a, b):
+    assert misspelt_only(a, b) and misspelt_only(b, a)
+
+
+@pytest.mark.parametrize("a,b", [
+    ("How do I add a column in a dataframe?", "How do I drop a column in a dataframe?"),
+    ("Does my son need a bigger helmet?", "Does my son need a smaller helmet?"),
+    ("How do I cook frozen peas?", "How do I reheat frozen peas?"),
+    ("How do I handle exceptions in Java?", "How do I handle exceptions in Java quickly?"),  # a word added
+])
+def test_a_traded_or_added_word_is_not_a_misspelling(a, b):
+    assert not misspelt_only(a, b) and not misspelt_only(b, a)

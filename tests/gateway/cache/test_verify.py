@@ -3,6 +3,7 @@ tests (not taken from the evaluation corpus)."""
 import pytest
 
 from gateway.cache.config import CacheConfig
+from gateway.cache.judge import JudgeConfig, PairJudge
 from gateway.cache.semantic_cache import default_judge
 from gateway.cache.verify import Verifier
 
@@ -58,3 +59,18 @@ def test_without_a_judge_the_cosine_decides():
     assert bare.refusal("Can dogs eat grapes?", "Can dogs eat grapes ?", score=0.99) is None
     assert bare.refusal("What is 2+3?", "What is 2+4?", score=0.99) == "numbers"
     assert Verifier(None, guards={}).refusal("What is 2+3?", "What is 2+4?", score=0.1) is None  # the baseline
+
+
+class _Accepting:
+    """A judge's scorer that takes every pair for a paraphrase: what the cosine floor is for."""
+
+    def probabilities(self, pairs):
+        return [0.999] * len(pairs)
+
+
+def test_under_the_judges_cosine_floor_only_misspellings_pass():
+    verifier = Verifier(PairJudge(_Accepting, JudgeConfig(min_cosine=0.85)))
+    stored = "How do I add a column in a dataframe?"
+    assert verifier.refusal("How do I drop a column in a dataframe?", stored, score=0.8) == "cosine"
+    assert verifier.refusal("how do i add a colum in a dataframe", stored, score=0.7) is None
+    assert verifier.refusal("How do I drop a column in a dataframe?", stored, score=0.9) is None  # the judge's call

@@ -31,7 +31,7 @@ def earlier(turns: list[dict] | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", action="append", choices=["dev", "dev2", "dev3", "dev4", "dev5", "tune33",
-                                                             "heldout32", "heldout33", "heldout34"])
+                                                             "heldout32", "heldout33", "heldout34", "heldout35"])
     parser.add_argument("--min-cosine", type=float, default=DEFAULT_MIN_COSINE,
                         help="the judge's cosine floor (pairs under it pass only when misspelt only)")
     args = parser.parse_args()

@@ -109,8 +109,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    if {"test", "dev5", "heldout33", "heldout34"} & set(args.splits):
-        parser.error("dev5, heldout33, heldout34 and test are held out: never train on them")
+    if {"test", "dev5", "heldout33", "heldout34", "heldout35"} & set(args.splits):
+        parser.error("dev5, heldout33, heldout34, heldout35 and test are held out: never train on them")
     rows = [r for split in args.splits for r in load(split)]
     rows += [json.loads(line) for f in args.files for line in f.read_text().splitlines() if line.strip()]
     digest = hashlib.sha256(json.dumps([[r["a"], r["b"], r["label"]] for r in rows]).encode()).hexdigest()[:16]

@@ -6,8 +6,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from gguf import GGMLQuantizationType, GGUFReader
+from gguf import GGMLQuantizationType
 from gguf.quants import dequantize
+
+from workers.model.gguf_file import GGUFTensor, read_gguf_file
 
 if TYPE_CHECKING:  # torch only to dequantize: metadata alone (a tokenizer's, on the gateway) reads without it
     import torch
@@ -46,11 +48,7 @@ class GGUFCheckpoint:
         return str(self.metadata["general.architecture"])
 
 
-def read_metadata(reader: GGUFReader) -> dict[str, Any]:
-    return {name: field.contents() for name, field in reader.fields.items()}
-
-
-def dequantize_tensor(tensor) -> torch.Tensor:
+def dequantize_tensor(tensor: GGUFTensor) -> torch.Tensor:
     """One reader tensor to float32 torch, in row-major [rows, cols] order (GGUF lists shapes reversed)."""
     import torch
 
@@ -67,8 +65,8 @@ def read_gguf(path: str | Path, *, with_tensors: bool = True) -> GGUFCheckpoint:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no GGUF file at {path}")
-    reader = GGUFReader(str(path))
-    tensors = {t.name: dequantize_tensor(t) for t in reader.tensors} if with_tensors else {}
-    raw = {t.name: RawTensor(t.tensor_type, t.data, tuple(int(d) for d in reversed(t.shape)))
-           for t in reader.tensors if t.tensor_type in _QUANTIZED}
-    return GGUFCheckpoint(path=path, metadata=read_metadata(reader), tensors=tensors, raw=raw)
+    file = read_gguf_file(path)
+    tensors = {t.name: dequantize_tensor(t) for t in file.tensors} if with_tensors else {}
+    raw = {t.name: RawTensor(t.tensor_type, t.data, tuple(reversed(t.shape)))
+           for t in file.tensors if t.tensor_type in _QUANTIZED}
+    return GGUFCheckpoint(path=path, metadata=file.metadata, tensors=tensors, raw=raw)

@@ -1,15 +1,16 @@
 import numpy as np
 import pytest
 import torch
-from gguf import GGMLQuantizationType, GGUFReader
+from gguf import GGMLQuantizationType
 
-from workers.model.gguf_loader import dequantize_tensor, read_gguf, read_metadata
+from workers.model.gguf_file import read_gguf_file
+from workers.model.gguf_loader import dequantize_tensor, read_gguf
 from workers.model.llama import LlamaConfig, unpermute_rotary_rows
 
 
 @pytest.fixture(scope="module")
 def reader(gguf_path):
-    return GGUFReader(str(gguf_path))  # memory-mapped: cheap, nothing dequantized yet
+    return read_gguf_file(gguf_path)  # memory-mapped: cheap, nothing dequantized yet
 
 
 def _tensor(reader, name):
@@ -17,7 +18,7 @@ def _tensor(reader, name):
 
 
 def test_metadata_gives_the_llama_hyper_parameters(reader):
-    md = read_metadata(reader)
+    md = reader.metadata
     cfg = LlamaConfig.from_gguf(md, {t.name for t in reader.tensors})
     assert md["general.architecture"] == "llama"
     assert (cfg.num_layers, cfg.hidden_size, cfg.num_heads, cfg.num_kv_heads, cfg.head_dim) == (30, 576, 9, 3, 64)

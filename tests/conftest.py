@@ -56,3 +56,13 @@ def pytest_collection_modifyitems(config, items):
                 or any(item.path.is_relative_to(f) for f in folders)
                 or any(item.get_closest_marker(m) for m in SLOW_MARKERS)):
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`make test`'s workers: files sharing Ray or the reference model together, the longest first
+    (tests/scheduling.py)."""
+    if config.getoption("dist") != "loadfile":
+        return None  # another --dist mode asked for by hand: xdist's own
+    from tests.scheduling import GroupedFileScheduling
+
+    return GroupedFileScheduling(config, log)

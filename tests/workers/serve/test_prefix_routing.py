@@ -5,6 +5,7 @@ import asyncio
 from collections import defaultdict
 
 import pytest
+import pytest_asyncio
 
 from workers.serve import protocol
 from workers.serve.app import app_name, deploy
@@ -17,15 +18,34 @@ VERSION = "prefix-test@fp32"
 SYSTEMS = [f"You are assistant number {i}. " + "Answer briefly and politely. " * 8 for i in range(4)]
 
 
-@pytest.fixture(scope="module")
-def handle(ray_cluster):
+async def _replica_of(handle, key: str) -> str:
+    messages = [{"role": "user", "content": "Hi."}]
+    req = protocol.encode(protocol.Request(request_id=f"warm-{key}", messages=messages, max_tokens=1, temperature=0))
+    first = None
+    async for chunk in handle.options(stream=True).generate.remote(req, prefix_key=key):
+        first = first or protocol.decode_chunk(chunk)
+    return first.replica
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def handle(ray_cluster):
     from ray import serve
 
     cfg = VersionServeConfig(VERSION, {"model": "smollm2-135m-instruct", "num_kv_blocks": 96, "max_num_seqs": 8,
                                        "num_threads": 1, "max_num_batched_tokens": 512},
                              min_replicas=2, max_replicas=2, num_cpus=0.25, prefix_routing=True,
                              env={"OMP_NUM_THREADS": "1"})
-    yield deploy([cfg])[VERSION]
+    h = deploy([cfg])[VERSION]
+    # The router hashes a prefix over the replicas it knows; on a loaded machine it may learn of the second
+    # one a moment after the deployment reports both running, and keys hashed before then move. Wait until
+    # varied keys have reached both (an awaited condition, bounded), so the test reads a settled router.
+    seen: set[str] = set()
+    for i in range(200):
+        seen.add(await _replica_of(h, f"warm-key-{i}"))
+        if len(seen) == 2:
+            break
+    assert len(seen) == 2, "the router never reached the second replica"
+    yield h
     serve.delete(app_name(VERSION))
 
 

@@ -1,5 +1,6 @@
 """Two gateway replicas (uvicorn subprocesses) sharing one Redis and one PostgreSQL schema: a change
-made through replica A's admin API reaches replica B within a second (gateway.events): a revoked
+made through replica A's admin API reaches replica B within two seconds (gateway.events; a bound of one second
+failed once at 1.23 s in a whole-suite run on the loaded 2-core box): a revoked
 key, a disabled tenant, new route weights, an automatic canary rollback, a semantic-cache
 invalidation; and a change made while Redis is down reaches B once it is back.
 
@@ -29,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 CHAT = {"model": "chat", "messages": [{"role": "user", "content": "What is the capital of France?"}],
         "max_tokens": 16, "temperature": 0}
-WITHIN_S = 1.0
+WITHIN_S = 2.0  # under the keys' 5 s cache, and routes are never polled: only an event gets there in time
 DELAYS: dict[str, float] = {}
 
 

@@ -1,6 +1,8 @@
 """Session fixtures for tests that load the real SmolLM2 model: loaded once, shared by every test."""
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 
 import pytest
@@ -8,6 +10,19 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the reference model is read from the local GGUF file only
 
 REFERENCE_NEW_TOKENS = 64
+
+
+@contextlib.contextmanager
+def _gguf_read_once():
+    """While transformers loads from GGUF: it reads the file's header twice (gguf.GGUFReader, ~2.7 s each on the
+    2-core box) and builds gguf's tensor-name map once per tensor (~5 s in all); here each is made once. The
+    values are the same: only repeated work is skipped."""
+    import gguf
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gguf, "GGUFReader", functools.lru_cache(maxsize=1)(gguf.GGUFReader))
+        patch.setattr(gguf, "get_tensor_name_map", functools.lru_cache(maxsize=4)(gguf.get_tensor_name_map))
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -41,15 +56,17 @@ def hf_model(gguf_path):
     import torch
     from transformers import AutoModelForCausalLM
 
-    return AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name,
-                                                dtype=torch.float32).eval()
+    with _gguf_read_once():
+        return AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name,
+                                                    dtype=torch.float32).eval()
 
 
 @pytest.fixture(scope="session")
 def hf_tokenizer(gguf_path):
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    with _gguf_read_once():
+        return AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
 
 
 @pytest.fixture(scope="session")

@@ -2,10 +2,12 @@
 together), except that files sharing an expensive session fixture run on one worker, and the longest units
 start first.
 
-- Groups: every file that starts Ray (`ray_cluster`: a local cluster, Serve's controller and proxy) is one unit,
-  and so is every file that runs transformers' reference model (`hf_model`, `hf_references`, `hf_tokenizer`):
-  split over two workers, each worker paid for its own cluster or reference load, on cores the other worker was
-  using. tests/test_scheduling.py checks that no file using those fixtures is left out of its group.
+- Groups: the files that start Ray (`ray_cluster`: a local cluster, Serve's controller and proxy) and the files
+  that run transformers' reference model (`hf_model`, `hf_references`, `hf_tokenizer`) are one unit, on one
+  worker, one after the other. Split over two workers, each worker paid for its own cluster or reference load;
+  as two units they ran side by side, and the engine's two-thread team in the reference tests waited at its
+  barriers for threads the Ray processes had preempted (the one-at-a-time reference test: 8.7 s alone, 31-33 s
+  beside Ray). tests/test_scheduling.py checks that no file using those fixtures is left out of the group.
 - Order: units start longest first (their seconds in tests/durations.json, written from a JUnit report by
   `python -m tests.scheduling REPORT.xml`), so no long file starts last while the other worker idles. A unit
   the file does not know counts as the median.
@@ -23,14 +25,13 @@ from xdist.scheduler import LoadScopeScheduling
 
 DURATIONS = Path(__file__).with_name("durations.json")
 GROUPS: dict[str, tuple[str, ...]] = {
-    "ray": ("tests/workers/serve/test_ray_pool.py", "tests/workers/serve/test_overload.py",
-            "tests/workers/serve/test_prefix_routing.py"),
-    "hf-reference": ("tests/workers/model/test_llama.py", "tests/workers/model/test_tokenizer.py",
-                     "tests/workers/test_reference_equivalence.py",
-                     "tests/workers/engine/spec_decode/test_spec_decode_real_model.py"),
+    "ray-and-reference": ("tests/workers/serve/test_ray_pool.py", "tests/workers/serve/test_overload.py",
+                          "tests/workers/serve/test_prefix_routing.py", "tests/workers/model/test_llama.py",
+                          "tests/workers/model/test_tokenizer.py", "tests/workers/test_reference_equivalence.py",
+                          "tests/workers/engine/spec_decode/test_spec_decode_real_model.py"),
 }
-GROUP_FIXTURES: dict[str, tuple[str, ...]] = {"ray": ("ray_cluster",),
-                                              "hf-reference": ("hf_model", "hf_references", "hf_tokenizer")}
+GROUP_FIXTURES: dict[str, tuple[str, ...]] = {
+    "ray-and-reference": ("ray_cluster", "hf_model", "hf_references", "hf_tokenizer")}
 _GROUP_OF = {path: name for name, paths in GROUPS.items() for path in paths}
 
 

@@ -21,7 +21,7 @@ def test_every_file_using_a_groups_fixture_is_in_the_group():
 
 
 def test_a_test_runs_in_its_files_unit_or_its_group():
-    assert unit_of("tests/workers/serve/test_overload.py::test_x[a]") == "ray"
+    assert unit_of("tests/workers/serve/test_overload.py::test_x[a]") == "ray-and-reference"
     assert unit_of("tests/gateway/test_fuzz_api.py::test_x") == "tests/gateway/test_fuzz_api.py"
 
 

@@ -124,8 +124,13 @@ def _entities(text: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(names), frozenset(acronyms)
 
 
+def _words(text: str) -> tuple[str, ...]:
+    """The text's words in order, lower case, curly apostrophes straightened."""
+    return tuple(w.lower().replace("’", "'") for w in _WORD.findall(text))
+
+
 def facts(text: str, lexicon: Lexicon) -> Facts:
-    words = tuple(w.lower().replace("’", "'") for w in _WORD.findall(text))
+    words = _words(text)
     units = {lexicon.unit(w, i > 0 and words[i - 1][0].isdigit()) for i, w in enumerate(words)}
     names, acronyms = _entities(text)
     negations = sum(w in _NEGATIONS or w.endswith("n't") for w in words)
@@ -198,8 +203,7 @@ def misspelt_only(a: str, b: str) -> bool:
     >= 0.8, as _named_in reads a misspelt name), and a run of words split or joined reads as the same letters
     ("every day" / "everyday", "what is" / "whats"). A traded word ("add" / "drop", "bigger" / "smaller") or an
     added one is not a misspelling."""
-    x = [w.lower().replace("’", "'") for w in _WORD.findall(a)]
-    y = [w.lower().replace("’", "'") for w in _WORD.findall(b)]
+    x, y = _words(a), _words(b)
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=x, b=y, autojunk=False).get_opcodes():
         if op == "equal":
             continue

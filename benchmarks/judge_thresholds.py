@@ -4,6 +4,7 @@ the guards, with the cosine threshold of the cache in front and the judge's cosi
 
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/judge_thresholds.py --split dev5 --split heldout34
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/judge_thresholds.py --split dev5 --min-cosine 0  # no floor
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/judge_thresholds.py --weights /tmp/j.safetensors  # a candidate
 """
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.semantic_cache_corpus import load
 from gateway.cache import DEFAULT_THRESHOLD, CacheConfig
 from gateway.cache.guards import misspelt_only, same_words
-from gateway.cache.judge import DEFAULT_MIN_COSINE
-from gateway.cache.semantic_cache import default_judge
+from gateway.cache.judge import DEFAULT_MIN_COSINE, PairJudge
+from gateway.embedding.cross_encoder import DEFAULT_WEIGHTS, shared
 from gateway.cache.verify import Verifier
 from gateway.embedding import Embedder, EmbedderConfig
 
@@ -31,13 +32,16 @@ def earlier(turns: list[dict] | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", action="append", choices=["dev", "dev2", "dev3", "dev4", "dev5", "tune33",
-                                                             "heldout32", "heldout33", "heldout34", "heldout35"])
+                                                             "heldout32", "heldout33", "heldout34", "heldout35",
+                                                             "heldout36"])
     parser.add_argument("--min-cosine", type=float, default=DEFAULT_MIN_COSINE,
                         help="the judge's cosine floor (pairs under it pass only when misspelt only)")
+    parser.add_argument("--weights", type=Path, default=DEFAULT_WEIGHTS,
+                        help="the judge's weights (train_pair_judge.py --out); the shipped ones by default")
     args = parser.parse_args()
     splits = args.split or ["dev5"]
     rows, embedder = [r for split in splits for r in load(split)], Embedder(EmbedderConfig())
-    verifier = Verifier(default_judge(CacheConfig()))
+    verifier = Verifier(PairJudge(lambda: shared(args.weights), CacheConfig().judge))
     scored = []  # (label, probability): 1.0 for the same words reordered, None when refused before the judge
     for r in rows:
         a, b = (r["a"], earlier(r.get("a_context"))), (r["b"], earlier(r.get("b_context")))

@@ -16,7 +16,8 @@ CORPUS_DIR = Path(__file__).resolve().parent / "data" / "semantic_cache_eval"
 SPLITS = {"dev": "dev.jsonl", "dev2": "dev2.jsonl", "dev3": "dev3.jsonl", "dev4": "dev4.jsonl", "dev5": "dev5.jsonl",
           "train": "train.jsonl", "test": "test.jsonl.gz", "heldout32": "heldout32.jsonl",
           "tune33": "tune33.jsonl", "heldout33": "heldout33.jsonl", "heldout34": "heldout34.jsonl",
-          "heldout35": "heldout35.jsonl",
+          "heldout35": "heldout35.jsonl", "heldout36": "heldout36.jsonl",
+          "heldout37": "heldout37.jsonl",
           "train34": "train34.jsonl"}
 _SHA_LINE = re.compile(r"^sha256:\s*([0-9a-f]{64})\s*$", re.MULTILINE)
 

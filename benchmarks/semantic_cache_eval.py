@@ -222,7 +222,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", action="append",
                         choices=["dev", "dev2", "dev3", "dev4", "dev5", "heldout32", "tune33", "heldout33", "heldout34",
-                                 "heldout35", "test"],
+                                 "heldout35", "heldout36", "heldout37", "test"],
                         help="repeatable (default dev). dev-dev4: the judge's training; dev5: picks its bar; "
                              "heldout32: never tuned on; test: the sealed split (the lead's)")
     parser.add_argument("--pairs", help="a jsonl file of pairs instead of the corpus split")

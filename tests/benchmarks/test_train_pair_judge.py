@@ -36,7 +36,7 @@ def test_a_tiny_run_writes_weights_the_cross_encoder_loads(tmp_path):
     assert judge.layers == 1 and judge.probabilities([("a b", "c d")]).shape == (1,)
 
 
-@pytest.mark.parametrize("split", ["dev5", "test"])
+@pytest.mark.parametrize("split", ["dev5", "heldout37", "test"])
 def test_held_out_splits_are_refused(split, tmp_path):
     done = subprocess.run([sys.executable, "benchmarks/train_pair_judge.py", "--splits", "dev", split,
                            "--out", str(tmp_path / "x.safetensors")], cwd=ROOT, capture_output=True, text=True)

@@ -24,6 +24,10 @@ def verifier() -> Verifier:
     ("How do I read a file line by line in rust?", "How do I read a file line by line in golang?"),
     ("What vaccines does a puppy need?", "What vaccines does an adult dog need?"),
     ("Should I stretch before a run?", "Should I stretch after a run?"),
+    # An action traded for another (the kind heldout35's wrong hits were; the judge retrained on them in stop 43)
+    ("How do I install node on ubuntu?", "How do I uninstall node on ubuntu?"),
+    ("How long should I boil frozen dumplings?", "How long should I steam frozen dumplings?"),
+    ("How do I start intermittent fasting?", "How do I stop intermittent fasting?"),
 ])
 def test_hard_negatives_are_refused(verifier, stored, asked):
     assert verifier.refusal(asked, stored) is not None
@@ -33,13 +37,23 @@ def test_hard_negatives_are_refused(verifier, stored, asked):
     ("How do I delete a branch in git?", "How can I remove a git branch?"),
     ("Why doesn't my laptop charge?", "why doesnt my laptop charge"),
     ("Could you please tell me how to boil an egg?", "how to boil an egg"),
-    ("How do I turn on dark mode?", "How do I enable dark mode?"),
     ("What led to the French Revolution?", "What caused the French Revolution?"),
-    ("How do I change the name of a column in pandas?", "How do I rename a column in pandas?"),
     ("Why is my laptop so hot?", "Why does my laptop get so hot?"),
 ])
 def test_paraphrases_pass(verifier, stored, asked):
     assert verifier.refusal(asked, stored) is None
+
+
+# Paraphrases through a synonymous verb that the judge retrained on action swaps (stop 43) doubts: p 0.80-0.90
+# against the 0.95 bar, where the judge before gave 0.99. A miss costs a generation, never a wrong answer; the
+# guards let them through, so only the model decides (heldout36: 85 % of paraphrases served, 3 wrong of 118).
+@pytest.mark.parametrize("stored,asked", [
+    ("How do I turn on dark mode?", "How do I enable dark mode?"),
+    ("How do I change the name of a column in pandas?", "How do I rename a column in pandas?"),
+])
+def test_verb_synonyms_are_left_to_the_judge(verifier, stored, asked):
+    assert verifier.guard_refusal(asked, stored) is None
+    assert verifier.refusal(asked, stored) in (None, "judge")
 
 
 def test_the_same_words_differently_cased_or_punctuated_need_no_judge(verifier):

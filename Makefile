@@ -15,7 +15,7 @@ unexport PYTHONDONTWRITEBYTECODE
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	# uv where it works (~20 s against pip's ~85 s on the 2-core box), pip otherwise; no bytecode at install.
-	bash deploy/scripts/install-venv.sh $(VENV)
+	bash scripts/install-venv.sh $(VENV)
 	touch $(STAMP)
 
 install: $(STAMP)

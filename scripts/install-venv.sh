@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install Tollgate and its test extras into a virtual environment: `install-venv.sh VENV`.
+# Install Tollgate and its test extras into a virtual environment: `scripts/install-venv.sh VENV` (make install).
+# It lives outside deploy/: a change there makes CI rebuild and drive the compose stack (deploy/scripts/compose-hash.sh).
 #
 # uv resolves and installs the ~200 packages in about 20 s on the 2-core box, where pip took about 85 s; the
 # resolved versions are the same (compared with `pip freeze`). uv does not read pip's configuration, so the index

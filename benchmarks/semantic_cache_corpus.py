@@ -19,6 +19,9 @@ SPLITS = {"dev": "dev.jsonl", "dev2": "dev2.jsonl", "dev3": "dev3.jsonl", "dev4"
           "heldout35": "heldout35.jsonl", "heldout36": "heldout36.jsonl",
           "heldout37": "heldout37.jsonl",
           "train34": "train34.jsonl"}
+# Never trained or tuned on: dev5 picks the judge's bar, the newest held-out sets check the shipped judge once,
+# test is sealed. An older held-out set joins the training data once it has been scored.
+HELD_OUT = frozenset({"dev5", "heldout36", "heldout37", "test"})
 _SHA_LINE = re.compile(r"^sha256:\s*([0-9a-f]{64})\s*$", re.MULTILINE)
 
 

@@ -27,7 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.semantic_cache_corpus import load
+from benchmarks.semantic_cache_corpus import HELD_OUT, load
 from gateway.cache.judge import judged_text
 from gateway.embedding.cross_encoder import DEFAULT_WEIGHTS, build_model
 from gateway.embedding.embedder import EmbedderConfig
@@ -111,8 +111,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    if {"test", "dev5", "heldout36", "heldout37"} & set(args.splits):
-        parser.error("dev5, heldout36, heldout37 and test are held out: never train on them")
+    if HELD_OUT & set(args.splits):
+        parser.error(f"{', '.join(sorted(HELD_OUT))} are held out: never train on them")
     rows = [r for split in args.splits for r in load(split)]
     rows += [json.loads(line) for f in args.files for line in f.read_text().splitlines() if line.strip()]
     digest = hashlib.sha256(json.dumps([[r["a"], r["b"], r["label"]] for r in rows]).encode()).hexdigest()[:16]

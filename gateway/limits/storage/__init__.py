@@ -11,7 +11,9 @@ from gateway.limits.strategy import Check
 class Outcome:
     status: int  # 1 reserved, 0 refused, -1 a must_exist counter is missing
     index: int  # the refusing (or missing) check, 0-based; -1 when reserved
-    used: list[int] = field(default_factory=list)  # per check: count after reserving (or seen, if refused)
+    # per check: count after reserving (or seen, if refused), rounded up: a sliding window's weighted count of
+    # 1.998 leaves no room for one more request, and x-ratelimit-remaining must not promise one
+    used: list[int] = field(default_factory=list)
     granted: list[int] = field(default_factory=list)
 
 

@@ -84,7 +84,7 @@ class MemoryStorage:
             elif c.min_cost < c.cost and left >= c.min_cost:
                 g = math.floor(left)
             else:
-                return Outcome(0, i, [*(math.floor(x) for x in used), math.floor(u)], [0] * (i + 1))
+                return Outcome(0, i, [*(math.ceil(x) for x in used), math.ceil(u)], [0] * (i + 1))
             used.append(u)
             granted.append(g)
         now = self._clock()
@@ -92,7 +92,7 @@ class MemoryStorage:
         for c, g in zip(checks, granted):
             count, expires = self._counts.get(c.keys[0], (0, now + c.ttl_s))
             self._counts[c.keys[0]] = (count + g, expires if c.must_exist else now + c.ttl_s)
-        return Outcome(1, -1, [math.floor(u + g) for u, g in zip(used, granted)], granted)
+        return Outcome(1, -1, [math.ceil(u + g) for u, g in zip(used, granted)], granted)
 
     async def adjust(self, deltas: list[tuple[str, int]]) -> None:
         for key, delta in deltas:

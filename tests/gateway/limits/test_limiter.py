@@ -151,6 +151,22 @@ async def test_sliding_window_weighs_the_previous_window(make_limiter):
         await limiter.reserve(p, 1)  # 10 * 0.75 + 3 > 10
 
 
+async def test_remaining_never_promises_a_request_the_window_refuses(make_limiter):
+    # One request in the last tenth of a second of a window, one just after it: the sliding count is
+    # 1 * 0.998 + 1, so rpm 2 has no room left and the header must say 0, not floor(1.998) = 1.
+    clock = Clock()
+    start = 1_800_000_000.0 - (1_800_000_000.0 % 60)
+    clock.now = start + 59.9
+    limiter = await make_limiter(clock=clock)
+    p = tenant(rpm=2)
+    assert (await limiter.reserve(p, 1)).headers["x-ratelimit-remaining-requests"] == "1"
+    clock.now = start + 60.1
+    assert (await limiter.reserve(p, 1)).headers["x-ratelimit-remaining-requests"] == "0"
+    with pytest.raises(RateLimited) as e:
+        await limiter.reserve(p, 1)
+    assert e.value.headers["x-ratelimit-remaining-requests"] == "0"
+
+
 async def test_unknown_strategy_is_refused():
     with pytest.raises(ValueError):
         Limiter(MemoryStorage(), month_usage=None, strategy="leaky")

@@ -29,10 +29,10 @@ for i = 1, n do
   else
     local out = {0, i}
     for m = 1, i - 1 do
-      out[#out + 1] = math.floor(checks[m].used)
+      out[#out + 1] = math.ceil(checks[m].used)
       out[#out + 1] = 0
     end
-    out[#out + 1] = math.floor(used)
+    out[#out + 1] = math.ceil(used)
     out[#out + 1] = 0
     return out
   end
@@ -51,7 +51,7 @@ for i = 1, n do
   else
     redis.call("PEXPIRE", c.first, c.ttl)
   end
-  out[#out + 1] = math.floor(c.used + c.granted)
+  out[#out + 1] = math.ceil(c.used + c.granted)
   out[#out + 1] = c.granted
 end
 return out

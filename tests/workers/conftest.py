@@ -50,8 +50,7 @@ def dense_runner():
     return ModelRunner(EngineConfig(num_kv_blocks=128, num_threads=2, kernels="torch"))
 
 
-@pytest.fixture(scope="session")
-def hf_model(gguf_path):
+def load_hf_model(gguf_path):
     """transformers' Llama on the same GGUF, dequantized by transformers: the reference, never the serving path."""
     import torch
     from transformers import AutoModelForCausalLM
@@ -59,6 +58,11 @@ def hf_model(gguf_path):
     with _gguf_read_once():
         return AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name,
                                                     dtype=torch.float32).eval()
+
+
+@pytest.fixture(scope="session")
+def hf_model(gguf_path):
+    return load_hf_model(gguf_path)
 
 
 @pytest.fixture(scope="session")
@@ -70,14 +74,19 @@ def hf_tokenizer(gguf_path):
 
 
 @pytest.fixture(scope="session")
-def hf_references(hf_model, model_runner):
-    """HF greedy generations for the reference prompts, computed once per session."""
-    from tests.workers.reference import PROMPTS, hf_greedy
+def hf_references(request, gguf_path, model_runner):
+    """HF greedy generations for the reference prompts: the stored ones (tests/workers/hf_references.json) when
+    they were made from this GGUF file for these prompts, else generated once per session."""
+    from tests.workers.reference import fingerprint, hf_greedy, load_stored, templated_prompts
 
     tok = model_runner.tokenizer
-    prompts = [tok.apply_chat_template([{"role": "user", "content": p}]) for p in PROMPTS]
+    prompts = templated_prompts(tok)
+    stored = load_stored(fingerprint(gguf_path, prompts, REFERENCE_NEW_TOKENS))
+    if stored is not None:
+        return stored
     eos = min(tok.eos_token_ids)
-    return hf_greedy(hf_model, prompts, REFERENCE_NEW_TOKENS, eos_token_id=eos, pad_token_id=eos)
+    return hf_greedy(request.getfixturevalue("hf_model"), prompts, REFERENCE_NEW_TOKENS, eos_token_id=eos,
+                     pad_token_id=eos)
 
 
 @pytest.fixture(scope="session")

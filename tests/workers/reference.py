@@ -2,7 +2,10 @@
 comparison rule the equivalence tests share: tokens must match, except after a near-tie in the reference."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 
@@ -75,3 +78,61 @@ def near_tie_note(ref: Reference, tokens: list[int]) -> str | None:
         if want != got:
             return f"near-tie divergence at token {i} (gap {ref.gaps[i]:.2e})"
     return None
+
+
+# transformers' greedy generations for PROMPTS, stored: generating them took the suite ~45 s on the 2-core box
+# (16 prompts x 64 tokens, keeping every step's logits). Stored for the GGUF file they came from (its sha256),
+# the prompts as our tokenizer templates them and the length; anything else and the session generates them
+# again. test_reference_equivalence regenerates two of them live each session, so the file cannot drift from
+# transformers unnoticed. Write it again with `python -m tests.workers.reference`.
+STORED = Path(__file__).with_name("hf_references.json")
+
+
+def fingerprint(gguf_path: Path, prompts: list[list[int]], new_tokens: int) -> dict:
+    digest = hashlib.sha256()
+    with open(gguf_path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return {"gguf_sha256": digest.hexdigest(), "new_tokens": new_tokens, "prompt_ids": prompts}
+
+
+def load_stored(expected: dict, path: Path = STORED) -> list[Reference] | None:
+    """The stored references when they were made for `expected` (a fingerprint), else None."""
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    if data["fingerprint"] != expected:
+        return None
+    return [Reference(**r) for r in data["references"]]
+
+
+def store(refs: list[Reference], made_for: dict, path: Path = STORED) -> None:
+    import transformers
+
+    data = {"fingerprint": made_for, "made_with": {"transformers": transformers.__version__,
+                                                   "torch": torch.__version__},
+            "references": [asdict(r) for r in refs]}
+    path.write_text(json.dumps(data, separators=(",", ":")) + "\n")
+
+
+def templated_prompts(tokenizer) -> list[list[int]]:
+    return [tokenizer.apply_chat_template([{"role": "user", "content": p}]) for p in PROMPTS]
+
+
+def _main() -> None:
+    from tests.workers.conftest import REFERENCE_NEW_TOKENS, load_hf_model
+    from workers.config import EngineConfig
+    from workers.engine.model_runner import ModelRunner
+    from workers.model.registry import CATALOGUE
+
+    gguf_path = CATALOGUE["smollm2-135m-instruct"].path()
+    tokenizer = ModelRunner(EngineConfig(num_kv_blocks=16, num_threads=2)).tokenizer
+    prompts = templated_prompts(tokenizer)
+    eos = min(tokenizer.eos_token_ids)
+    refs = hf_greedy(load_hf_model(gguf_path), prompts, REFERENCE_NEW_TOKENS, eos_token_id=eos, pad_token_id=eos)
+    store(refs, fingerprint(gguf_path, prompts, REFERENCE_NEW_TOKENS))
+    print(f"wrote {STORED}: {len(refs)} references")
+
+
+if __name__ == "__main__":
+    _main()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -96,10 +97,14 @@ def test_leaving_before_the_first_token_bills_nothing_and_holds_nothing(db, stre
         wait_until(lambda: settled(server))
         time.sleep(1.2)  # past the first token's delay: nothing may be billed late either
         assert usage_rows(db[1], tenant_id) == []
-        # The reservation (prompt + 40) went back: the tenant's TPM still has room for four more.
-        for _ in range(4):
-            assert httpx.post(f"{server.url}/v1/chat/completions", json=BODY, timeout=30,
-                              headers={"Authorization": f"Bearer {key}"}).status_code == 200
+        # The reservation (prompt + 40 = 42 tokens) went back: four more at once fill the tenant's TPM (4 x 42 of
+        # 200), so one left behind would refuse the fourth (sent one after another, each settles to 6 tokens
+        # first and a held reservation would go unnoticed); side by side they also wait their first second once.
+        with ThreadPoolExecutor(4) as pool:
+            statuses = list(pool.map(lambda _: httpx.post(f"{server.url}/v1/chat/completions", json=BODY, timeout=30,
+                                                          headers={"Authorization": f"Bearer {key}"}).status_code,
+                                     range(4)))
+        assert statuses == [200] * 4, statuses
 
 
 def test_ten_streams_dropped_right_after_sending_are_all_settled(db):

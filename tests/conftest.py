@@ -26,6 +26,7 @@ def real_gateway(tmp_path_factory, gw_catalogue):
     gateway tests and tests/conformance: (LiveServer, settings)."""
     from gateway.main import create_app
     from gateway.serving.inprocess import InProcessBackend
+    from tests.cores import ENGINE_THREADS
     from tests.gateway.conftest import gateway_settings
     from tests.gateway.support import FP32, LiveServer, migrate_and_seed
 
@@ -33,7 +34,7 @@ def real_gateway(tmp_path_factory, gw_catalogue):
     url = f"sqlite:///{tmp / 'tollgate.db'}"
     migrate_and_seed(url, gw_catalogue)
     settings = gateway_settings(tmp, url, request_timeout_s=60.0)
-    backend = InProcessBackend(gw_catalogue, {"max_num_seqs": 16, "num_threads": 2}, versions=[FP32])
+    backend = InProcessBackend(gw_catalogue, {"max_num_seqs": 16, "num_threads": ENGINE_THREADS}, versions=[FP32])
     with LiveServer(create_app(settings, backend=backend)) as server:
         yield server, settings
 

@@ -34,20 +34,23 @@ def gguf_path():
 
 @pytest.fixture(scope="session")
 def model_runner():
-    """Our runner on the real model, float32, 2 threads; tests may reuse its KV pool freely."""
+    """Our runner on the real model, float32, on this worker's share of the cores (tests/cores.py); tests may
+    reuse its KV pool freely."""
+    from tests.cores import ENGINE_THREADS
     from workers.config import EngineConfig
     from workers.engine.model_runner import ModelRunner
 
-    return ModelRunner(EngineConfig(num_kv_blocks=512, num_threads=2))
+    return ModelRunner(EngineConfig(num_kv_blocks=512, num_threads=ENGINE_THREADS))
 
 
 @pytest.fixture(scope="session")
 def dense_runner():
     """The same model on the plain PyTorch path: dense float32 weights (oneDNN), no compiled kernels."""
+    from tests.cores import ENGINE_THREADS
     from workers.config import EngineConfig
     from workers.engine.model_runner import ModelRunner
 
-    return ModelRunner(EngineConfig(num_kv_blocks=128, num_threads=2, kernels="torch"))
+    return ModelRunner(EngineConfig(num_kv_blocks=128, num_threads=ENGINE_THREADS, kernels="torch"))
 
 
 def load_hf_model(gguf_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
+from tests.cores import torch_threads
 from tests.workers.conftest import REFERENCE_NEW_TOKENS
 from tests.workers.reference import divergence, hf_greedy, near_tie_note
 from workers.config import EngineConfig
@@ -62,7 +63,14 @@ def test_one_request_at_a_time_matches_reference(model_runner, hf_references, ca
 
 
 def test_staggered_batch_matches_reference(model_runner, hf_references, capsys):
-    # A small token budget forces chunked prefills to share steps with running decodes.
+    # A small token budget forces chunked prefills to share steps with running decodes; on a team of two
+    # threads, whatever the session's runner has (tests/cores.py), so the C kernels' split of the work and their
+    # barriers are checked against the reference too.
+    with torch_threads(2):
+        _staggered(model_runner, hf_references, capsys)
+
+
+def _staggered(model_runner, hf_references, capsys) -> None:
     engine = _engine(model_runner, max_num_batched_tokens=64)
     pending = list(enumerate(hf_references))
     outputs = {}

@@ -58,8 +58,8 @@ def pytest_collection_modifyitems(config, items):
                 or any(item.get_closest_marker(m) for m in SLOW_MARKERS)):
             item.add_marker(pytest.mark.slow)
     # The Ray tests last (a stable sort: every other order is kept), so the tests before them in their unit run
-    # without a Ray instance beside them, and it is shut down after the last (tests/workers/serve/conftest.py):
-    # the engine's reference tests took 33 s after Ray, 8.7 s alone (tests/scheduling.py).
+    # without a Ray instance beside them: the engine's reference tests took 33 s after Ray, 8.7 s alone
+    # (tests/scheduling.py).
     items.sort(key=lambda item: "ray_cluster" in getattr(item, "fixturenames", ()))
 
 

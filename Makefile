@@ -43,8 +43,9 @@ test: $(STAMP) services
 
 # The inner loop: no model, Ray, browser, Triton interpreter or PostgreSQL runs (the `slow` marker, set in
 # tests/conftest.py); `make test` runs everything. On JOBS workers too: 2,099 tests in 105 s on the 2-core box.
+# The API fuzzer is not even collected: every case of it is slow, and schemathesis builds them (~3 s a worker).
 test-fast: $(STAMP) services
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow and not postgres" $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadfile) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow and not postgres" --ignore=tests/gateway/test_fuzz_api.py $(if $(filter-out 1,$(JOBS)),-n $(JOBS) --dist loadfile) $(PYTEST_ARGS)
 
 # The console's JavaScript and CSS (htmx, uPlot) from the npm registry; versions and sha256 in vendor.json.
 vendor-console:

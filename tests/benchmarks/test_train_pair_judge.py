@@ -1,14 +1,11 @@
 """The judge's training script stays runnable: a tiny run writes weights the serving path loads."""
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from benchmarks import train_pair_judge as training
 from gateway.embedding.cross_encoder import CrossEncoder, CrossEncoderConfig, read_metadata
 
-ROOT = Path(__file__).resolve().parents[2]
 PAIRS = [
     {"a": "How do I boil an egg?", "b": "how to boil eggs", "label": 1},
     {"a": "How do I boil an egg?", "b": "How do I poach an egg?", "label": 0},
@@ -37,8 +34,12 @@ def test_a_tiny_run_writes_weights_the_cross_encoder_loads(tmp_path):
 
 
 @pytest.mark.parametrize("split", ["dev5", "heldout37", "test"])
-def test_held_out_splits_are_refused(split, tmp_path):
-    done = subprocess.run([sys.executable, "benchmarks/train_pair_judge.py", "--splits", "dev", split,
-                           "--out", str(tmp_path / "x.safetensors")], cwd=ROOT, capture_output=True, text=True)
-    assert done.returncode == 2 and "held out" in done.stderr
+def test_held_out_splits_are_refused(split, tmp_path, monkeypatch, capsys):
+    # The script's own main() with its command line (in this process: a subprocess spent 1.8 s importing torch
+    # for each refusal).
+    monkeypatch.setattr(sys, "argv", ["train_pair_judge.py", "--splits", "dev", split,
+                                      "--out", str(tmp_path / "x.safetensors")])
+    with pytest.raises(SystemExit) as exited:
+        training.main()
+    assert exited.value.code == 2 and "held out" in capsys.readouterr().err
     assert not (tmp_path / "x.safetensors").exists()

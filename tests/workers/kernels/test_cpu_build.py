@@ -6,6 +6,7 @@ import pytest
 from workers.kernels import cpu, cpu_build
 
 
+@pytest.mark.slow  # runs the C compiler (the whole library, or every portable level)
 def test_build_is_cached_and_keyed_by_the_sources(tmp_path, monkeypatch):
     if cpu_build.compiler() is None and not os.environ.get("CI"):  # CI has gcc: there these always run
         pytest.skip("no C compiler on this machine")
@@ -55,6 +56,7 @@ def portable(tmp_path_factory):
     return out, cpu_build.prebuild(out)
 
 
+@pytest.mark.slow  # runs the C compiler (the whole library, or every portable level)
 def test_without_a_compiler_the_best_prebuilt_level_this_cpu_runs_is_loaded(portable, monkeypatch):
     out, files = portable
     assert sorted(files) == sorted(out.iterdir()) and "native" not in " ".join(f.name for f in files)
@@ -67,6 +69,7 @@ def test_without_a_compiler_the_best_prebuilt_level_this_cpu_runs_is_loaded(port
     assert cpu_build.build() == out / cpu_build.portable_name(levels[-1][0])
 
 
+@pytest.mark.slow  # runs the C compiler (the whole library, or every portable level)
 def test_a_portable_library_computes_what_the_native_one_does(portable, monkeypatch):
     import ctypes
 
@@ -89,6 +92,7 @@ def test_a_prebuilt_folder_without_a_library_for_this_cpu_is_an_error(tmp_path, 
         cpu_build.build()
 
 
+@pytest.mark.slow  # runs the C compiler (the whole library, or every portable level)
 def test_prebuilt_libraries_are_readable_by_other_users(portable):
     _, files = portable
     assert all(f.stat().st_mode & 0o005 == 0o005 for f in files)  # the image's user is not the builder

@@ -338,7 +338,7 @@ async def test_a_store_in_flight_at_shutdown_lands_and_the_next_process_serves_i
     tenant_id, key = make_tenant(url)
     question = ask("How many bytes are in a kibibyte?")
     backend = CannedBackend(tokens=8)
-    app = create_app(gateway_settings(tmp, url), backend=backend, embedder=SlowEmbedder(embedder, 1.0))
+    app = create_app(gateway_settings(tmp, url), backend=backend, embedder=SlowEmbedder(embedder, 0.5))
     async with app.router.lifespan_context(app), httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://gateway", timeout=30) as http:
         r = await http.post("/v1/chat/completions", json=question, headers={"Authorization": f"Bearer {key}"})

@@ -19,6 +19,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +54,11 @@ def prebuilt_file(prebuilt: Path, stem: str) -> Path:
 
 
 def model_key(*paths: Path) -> str:
-    """Changes when any of the model's files (a folder's files, or a file) or the exporter (torch) change."""
-    import torch
-
-    digest = hashlib.sha256(torch.__version__.encode())
+    """Changes when any of the model's files (a folder's files, or a file) or the exporter (torch) change.
+    torch's version is read from its installed metadata, the same string as torch.__version__: importing torch
+    for it cost a gateway on Ray 1.4 s and ~220 MB resident at start even with every export cached (the
+    pair judge loads in 0.7 s instead of 1.7 s)."""
+    digest = hashlib.sha256(metadata.version("torch").encode())
     for path in paths:
         files: Iterable[Path] = sorted(path.iterdir()) if path.is_dir() else [path]
         for f in files:

@@ -129,12 +129,15 @@ async def test_replica_killed_mid_stream(backend, catalogue):
     pid = (await backend.describe(FP32))["pid"]
     req = GenerationRequest("doomed", FP32, prompt="Tell me a very long story.", max_tokens=400,
                             temperature=0, ignore_eos=True)
-    received = 0
+    received, killed = 0, False
     with pytest.raises(ray_backend.ReplicaLost) as lost:
         async for c in backend.stream_raw(req):
             received += len(c.token_ids)
-            if received == 3:
+            # At least 3: a chunk carries every token of an engine step, so the count may step over 3 (it did
+            # on a loaded machine, the replica was never killed and the 400 tokens all arrived).
+            if received >= 3 and not killed:
                 os.kill(pid, signal.SIGKILL)
+                killed = True
     assert lost.value.completion_tokens == received >= 3  # what was sent is what is billed
     assert lost.value.prompt_tokens > 0
 

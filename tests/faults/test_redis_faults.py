@@ -31,7 +31,10 @@ pytestmark = [pytest.mark.redis]
 MSG = [{"role": "user", "content": "Say hi."}]  # 2 canned prompt tokens; the reply is 8: 10 a request
 CHAT = {"model": "smollm2-135m-instruct", "messages": MSG, "max_tokens": 8}
 TIMEOUT_S = 0.25  # the Redis timeout the gateways here run with (the default)
-WITHIN_S = 1.0  # no request may wait on a broken Redis longer than about this
+# No request may wait on a broken Redis longer than about this: a few Redis timeouts before the breaker opens,
+# plus the request's own time among six concurrent clients on a loaded 2-core box (a fresh clone's run saw
+# 1.004 s against the 1.0 s this was). What it is here to catch, a request held on Redis, takes far longer.
+WITHIN_S = 1.5
 COOLDOWN_S = 0.5
 
 

@@ -9,8 +9,6 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the reference model is read from the local GGUF file only
 
-REFERENCE_NEW_TOKENS = 64
-
 
 @contextlib.contextmanager
 def _gguf_read_once():
@@ -80,16 +78,15 @@ def hf_tokenizer(gguf_path):
 def hf_references(request, gguf_path, model_runner):
     """HF greedy generations for the reference prompts: the stored ones (tests/workers/hf_references.json) when
     they were made from this GGUF file for these prompts, else generated once per session."""
-    from tests.workers.reference import fingerprint, hf_greedy, load_stored, templated_prompts
+    from tests.workers.reference import (REFERENCE_NEW_TOKENS, fingerprint, greedy_references, load_stored,
+                                         templated_prompts)
 
     tok = model_runner.tokenizer
     prompts = templated_prompts(tok)
     stored = load_stored(fingerprint(gguf_path, prompts, REFERENCE_NEW_TOKENS))
     if stored is not None:
         return stored
-    eos = min(tok.eos_token_ids)
-    return hf_greedy(request.getfixturevalue("hf_model"), prompts, REFERENCE_NEW_TOKENS, eos_token_id=eos,
-                     pad_token_id=eos)
+    return greedy_references(request.getfixturevalue("hf_model"), tok, prompts)
 
 
 @pytest.fixture(scope="session")

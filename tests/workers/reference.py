@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+REFERENCE_NEW_TOKENS = 64  # tokens generated per reference prompt
 NEAR_TIE = 1e-3  # top-2 logit gap under which float32 summation order may legitimately pick either token
 
 PROMPTS = [
@@ -58,6 +59,13 @@ def hf_greedy(hf_model, prompts: list[list[int]], max_new_tokens: int, eos_token
             generated = generated[:generated.index(eos_token_id) + 1]
         refs.append(Reference(prompt, generated, gaps[b][:len(generated)]))
     return refs
+
+
+def greedy_references(hf_model, tokenizer, prompts: list[list[int]],
+                      max_new_tokens: int = REFERENCE_NEW_TOKENS) -> list[Reference]:
+    """hf_greedy stopping at (and padding with) `tokenizer`'s first EOS id."""
+    eos = min(tokenizer.eos_token_ids)
+    return hf_greedy(hf_model, prompts, max_new_tokens, eos_token_id=eos, pad_token_id=eos)
 
 
 def divergence(ref: Reference, tokens: list[int]) -> str | None:
@@ -120,16 +128,15 @@ def templated_prompts(tokenizer) -> list[list[int]]:
 
 
 def _main() -> None:
-    from tests.workers.conftest import REFERENCE_NEW_TOKENS, load_hf_model
-    from workers.config import EngineConfig
-    from workers.engine.model_runner import ModelRunner
+    from tests.workers.conftest import load_hf_model
     from workers.model.registry import CATALOGUE
+    from workers.serve.tokenizer import load_tokenizer
 
-    gguf_path = CATALOGUE["smollm2-135m-instruct"].path()
-    tokenizer = ModelRunner(EngineConfig(num_kv_blocks=16, num_threads=2)).tokenizer
+    weights = "smollm2-135m-instruct"
+    gguf_path = CATALOGUE[weights].path()
+    tokenizer = load_tokenizer(weights)
     prompts = templated_prompts(tokenizer)
-    eos = min(tokenizer.eos_token_ids)
-    refs = hf_greedy(load_hf_model(gguf_path), prompts, REFERENCE_NEW_TOKENS, eos_token_id=eos, pad_token_id=eos)
+    refs = greedy_references(load_hf_model(gguf_path), tokenizer, prompts)
     store(refs, fingerprint(gguf_path, prompts, REFERENCE_NEW_TOKENS))
     print(f"wrote {STORED}: {len(refs)} references")
 

@@ -6,8 +6,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from tests.cores import torch_threads
-from tests.workers.conftest import REFERENCE_NEW_TOKENS
-from tests.workers.reference import divergence, hf_greedy, near_tie_note
+from tests.workers.reference import REFERENCE_NEW_TOKENS, divergence, greedy_references, near_tie_note
 from workers.config import EngineConfig
 from workers.engine.llm_engine import LLMEngine
 from workers.sampling_params import SamplingParams
@@ -43,8 +42,7 @@ def test_the_references_are_what_transformers_generates_now(hf_model, model_runn
     # again by the transformers installed now, must agree with the stored ones (up to a near-tie, as the
     # engine's must). 24 of 64 tokens: ~3 s instead of ~9 s on the 2-core box.
     stored = hf_references[:2]
-    eos = min(model_runner.tokenizer.eos_token_ids)
-    live = hf_greedy(hf_model, [r.prompt_ids for r in stored], 24, eos_token_id=eos, pad_token_id=eos)
+    live = greedy_references(hf_model, model_runner.tokenizer, [r.prompt_ids for r in stored], 24)
     for fresh, old in zip(live, stored):
         why = divergence(fresh, old.tokens[:len(fresh.tokens)])
         assert why is None, why

@@ -5,6 +5,7 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry
 
+from tests.cores import torch_threads
 from tests.workers.engine.fakes import FakeRunner, fake_config
 from workers import LLM, SamplingParams
 from workers.engine.async_engine import AsyncEngine
@@ -311,7 +312,6 @@ class ThreadCountingRunner(FakeRunner):
 async def test_the_engine_thread_runs_kernels_with_torchs_thread_count():
     import threading
 
-    import torch
 
     config = fake_config()
     runner = ThreadCountingRunner(config)
@@ -319,14 +319,12 @@ async def test_the_engine_thread_runs_kernels_with_torchs_thread_count():
     t = threading.Thread(target=lambda: fresh.append(runner._omp.omp_get_max_threads()))
     t.start()
     t.join()
-    before = torch.get_num_threads()
     wanted = 1 if fresh[0] > 1 else 2  # unlike a fresh thread's, so only carrying it over can pass
-    torch.set_num_threads(wanted)
-    engine = AsyncEngine(config, runner, registry=CollectorRegistry())
-    try:
-        await collect(engine, "r", "hello", params=SamplingParams(max_tokens=2))
-    finally:
-        await engine.stop()
-        torch.set_num_threads(before)
+    with torch_threads(wanted):
+        engine = AsyncEngine(config, runner, registry=CollectorRegistry())
+        try:
+            await collect(engine, "r", "hello", params=SamplingParams(max_tokens=2))
+        finally:
+            await engine.stop()
     # A new thread starts with OMP_NUM_THREADS's count (1 in a Ray replica); the engine's carries torch's.
     assert runner.omp_threads == {wanted}

@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
-from tests.workers.conftest import REFERENCE_NEW_TOKENS
-from tests.workers.reference import divergence
+from tests.workers.reference import REFERENCE_NEW_TOKENS, divergence
 from workers.config import EngineConfig
 from workers.engine.llm_engine import LLMEngine
 from workers.engine.spec_decode.draft_model import DraftModel

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -205,6 +205,107 @@ static const tg_attend_fn TG_ATTEND[9] = {NULL,           tg_attend_group1, tg_a
                                           tg_attend_group8};
 #endif
 
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+/* AVX2 path of the decode attention below, for head_dim a multiple of 8 up to 128: the AVX-512 path's plan with
+ * 8-lane vectors. Scores come 8 keys at a time, each key's dot product left as a vector of 8 partial sums and the
+ * 8 vectors folded in one horizontal-add tree (lane j: key j's score); each block's key and value rows are read
+ * once for the whole GQA group; each output row stays in registers while a block's value rows add into it. The
+ * query is read from L1 rather than held in registers (AVX2 has 16 of them). */
+typedef float tg_v8 __attribute__((vector_size(32)));
+
+static inline tg_v8 tg_ld8(const float *p) {
+    tg_v8 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* t[j] -> lane j holds the sum of t[j]'s 8 lanes. */
+static inline __m256 tg_fold8(const __m256 t[8]) {
+    const __m256 a = _mm256_hadd_ps(t[0], t[1]), b = _mm256_hadd_ps(t[2], t[3]);
+    const __m256 c = _mm256_hadd_ps(t[4], t[5]), d = _mm256_hadd_ps(t[6], t[7]);
+    const __m256 u = _mm256_hadd_ps(a, b), w = _mm256_hadd_ps(c, d); /* per 128-bit half: keys 0-3 | 4-7 */
+    return _mm256_add_ps(_mm256_permute2f128_ps(u, w, 0x20), _mm256_permute2f128_ps(u, w, 0x31));
+}
+
+#define TG_ATTN8(DV)                                                                                      \
+    static void tg_attend8_group##DV(const float *qs, int64_t group, const float *kbase, const float *vbase, \
+                                     const int64_t *table, int64_t len, int64_t block_size, float scale,  \
+                                     float *scores, float *o) {                                           \
+        const int64_t D = DV * 8;                                                                         \
+        static const int32_t lanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};       \
+        for (int64_t t0 = 0; t0 < len; t0 += block_size) {                                                \
+            const int64_t m = len - t0 < block_size ? len - t0 : block_size;                              \
+            const float *kb = kbase + table[t0 / block_size] * block_size * D;                            \
+            for (int64_t j0 = 0; j0 < m; j0 += 8) {                                                       \
+                const int64_t n = m - j0 < 8 ? m - j0 : 8;                                                \
+                const __m256i mask = _mm256_loadu_si256((const __m256i *)(lanes + 8 - n));                \
+                for (int64_t g = 0; g < group; g++) { /* the 8 key rows stay in L1 across the group */    \
+                    const float *qg = qs + g * D;                                                         \
+                    __m256 t[8];                                                                          \
+                    for (int j = 0; j < 8; j++) {                                                         \
+                        tg_v8 a = (tg_v8){0};                                                             \
+                        if (j < n)                                                                        \
+                            for (int c = 0; c < DV; c++) a += tg_ld8(qg + 8 * c) * tg_ld8(kb + (j0 + j) * D + 8 * c);\
+                        t[j] = (__m256)a;                                                                 \
+                    }                                                                                     \
+                    _mm256_maskstore_ps(scores + g * len + t0 + j0, mask,                                 \
+                                        _mm256_mul_ps(tg_fold8(t), _mm256_set1_ps(scale)));               \
+                }                                                                                         \
+            }                                                                                             \
+        }                                                                                                 \
+        for (int64_t g = 0; g < group; g++) {                                                             \
+            float *sg = scores + g * len;                                                                 \
+            float mx = sg[0];                                                                             \
+            for (int64_t t = 1; t < len; t++) mx = sg[t] > mx ? sg[t] : mx;                               \
+            float sum = 0.0f;                                                                             \
+            _Pragma("omp simd reduction(+ : sum)")                                                        \
+            for (int64_t t = 0; t < len; t++) {                                                           \
+                sg[t] = tg_expf(sg[t] - mx);                                                              \
+                sum += sg[t];                                                                             \
+            }                                                                                             \
+            const float inv = 1.0f / sum;                                                                 \
+            _Pragma("omp simd")                                                                           \
+            for (int64_t t = 0; t < len; t++) sg[t] *= inv;                                               \
+        }                                                                                                 \
+        memset(o, 0, sizeof(float) * group * D);                                                          \
+        for (int64_t t0 = 0; t0 < len; t0 += block_size) {                                                \
+            const int64_t m = len - t0 < block_size ? len - t0 : block_size;                              \
+            const float *vb = vbase + table[t0 / block_size] * block_size * D;                            \
+            for (int64_t g = 0; g < group; g++) { /* the block's value rows stay in L1 across the group */\
+                const float *sg = scores + g * len + t0;                                                  \
+                tg_v8 acc[DV];                                                                            \
+                for (int c = 0; c < DV; c++) acc[c] = tg_ld8(o + g * D + 8 * c);                          \
+                for (int64_t j = 0; j < m; j++)                                                           \
+                    for (int c = 0; c < DV; c++) acc[c] += sg[j] * tg_ld8(vb + j * D + 8 * c);            \
+                for (int c = 0; c < DV; c++) memcpy(o + g * D + 8 * c, &acc[c], sizeof acc[c]);          \
+            }                                                                                             \
+        }                                                                                                 \
+    }
+TG_ATTN8(1)
+TG_ATTN8(2)
+TG_ATTN8(3)
+TG_ATTN8(4)
+TG_ATTN8(5)
+TG_ATTN8(6)
+TG_ATTN8(7)
+TG_ATTN8(8)
+TG_ATTN8(9)
+TG_ATTN8(10)
+TG_ATTN8(11)
+TG_ATTN8(12)
+TG_ATTN8(13)
+TG_ATTN8(14)
+TG_ATTN8(15)
+TG_ATTN8(16)
+typedef void (*tg_attend_fn)(const float *, int64_t, const float *, const float *, const int64_t *, int64_t, int64_t,
+                             float, float *, float *);
+static const tg_attend_fn TG_ATTEND8[17] = {
+    NULL,               tg_attend8_group1,  tg_attend8_group2,  tg_attend8_group3,  tg_attend8_group4,
+    tg_attend8_group5,  tg_attend8_group6,  tg_attend8_group7,  tg_attend8_group8,  tg_attend8_group9,
+    tg_attend8_group10, tg_attend8_group11, tg_attend8_group12, tg_attend8_group13, tg_attend8_group14,
+    tg_attend8_group15, tg_attend8_group16};
+#endif
+
 /* Sequence s's query heads of KV group kh against its paged context (len tokens, block table `table`): out
  * [G, D] for the G = H / KVH query heads qs [G, D]. scores: G * len floats of the caller's. Each key and value
  * row is read once for the whole group, straight from its block: no gather, no padding. */
@@ -213,6 +314,11 @@ void tg_attend_item(const float *qs, const float *kbase, const float *vbase, con
 #ifdef __AVX512F__
     if (head_dim % 16 == 0 && head_dim <= 128) {
         TG_ATTEND[head_dim / 16](qs, group, kbase, vbase, table, len, block_size, scale, scores, o);
+        return;
+    }
+#elif defined(__AVX2__) && defined(__FMA__)
+    if (head_dim % 8 == 0 && head_dim <= 128) {
+        TG_ATTEND8[head_dim / 8](qs, group, kbase, vbase, table, len, block_size, scale, scores, o);
         return;
     }
 #endif

@@ -96,7 +96,7 @@ def _decode_reference(q, k_cache, v_cache, tables, lens):
     return torch.stack(out)
 
 
-@pytest.mark.parametrize("head_dim", [8, 16, 48, 64, 128])  # the portable loop (8), the AVX-512 one (16k)
+@pytest.mark.parametrize("head_dim", [12, 8, 16, 48, 64, 128])  # the portable loop (12), AVX2 (8k), AVX-512 (16k)
 @pytest.mark.parametrize("lens", [[1], [5, 16, 17, 40], [33, 2, 64]])
 def test_paged_decode_attention_matches_dense_attention(lens, head_dim):
     torch.manual_seed(len(lens))

@@ -72,6 +72,19 @@ def filtered_probs(logits: torch.Tensor, temperature: torch.Tensor, top_k: torch
     return probs
 
 
+def argmax_rows(logits: torch.Tensor, rows: list[int]) -> list[int]:
+    """One token per row of logits [N, V]: the argmax for the greedy rows listed in `rows`, 0 (to be drawn) for
+    the others. A row that samples needs no argmax, and at SmolLM's 49,152 tokens torch's argmax costs about
+    1 ms for 16 rows on a 2-core CPU, more than the draw itself."""
+    if len(rows) == logits.shape[0]:
+        return logits.argmax(dim=1).tolist()
+    tokens = [0] * logits.shape[0]
+    if rows:
+        for i, token in zip(rows, logits[rows].argmax(dim=1).tolist()):
+            tokens[i] = token
+    return tokens
+
+
 def inverse_cdf(probs: torch.Tensor, draws: torch.Tensor) -> list[int]:
     """probs [N, V] (rows need not sum to 1), draws [N] uniform in [0, 1) -> one token per row, drawn with the
     row's probabilities: the first token whose cumulative mass exceeds draw x total. One uniform per row where
@@ -167,8 +180,8 @@ class Sampler:
         self._mask_stop_tokens(logits, sources)
         if any(s.grammar is not None for s in sources):
             self.grammars.apply(logits, sources, indices)
-        tokens = logits.argmax(dim=1).tolist()
         rows = [i for i, p in enumerate(params) if not p.greedy]
+        tokens = argmax_rows(logits, [i for i, p in enumerate(params) if p.greedy])
         if rows:
             picked = [params[i] for i in rows]
             probs = filtered_probs(

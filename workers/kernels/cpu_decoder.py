@@ -68,7 +68,7 @@ class DecoderStack:
         self._bits = torch.tensor(bits, dtype=torch.int64)
         s = shape
         qkv_width = (s.heads + 2 * s.kv_heads) * s.head_dim
-        self._scratch_per_token = 2 * s.hidden + qkv_width + s.heads * s.head_dim + 3 * s.intermediate
+        self._scratch_per_token = s.hidden + qkv_width + s.heads * s.head_dim + 3 * s.intermediate
         self.scale = 1.0 / s.head_dim ** 0.5
 
     def first(self, num_layers: int) -> DecoderStack:

@@ -10,15 +10,18 @@
  * kernel it started: served, both engine threads sat half idle. Here the team is formed once a step and meets
  * at barriers of its own, which spin (yielding the core after a while, so a preempted teammate can run).
  *
- * Per layer, phases separated by a barrier: norm rows; q|k|v panels; per (sequence, KV head): rotary of its
- * token's heads, its k and v into the cache, then its attention; o panels; norm rows; gate|up panels;
- * SiLU * up rows; down panels. Panels and attention items are claimed from counters (a preempted thread holds
- * up only the chunk it has); rows are split by thread number.
+ * Per layer, phases separated by a barrier: q|k|v panels; per (sequence, KV head): rotary of its token's heads,
+ * its k and v into the cache, then its attention; o panels; gate|up panels; SiLU * up rows; down panels. Panels,
+ * attention items and SiLU rows are claimed from counters, so a thread the OS preempts (the gateway and Ray share
+ * these cores) holds up only the item it has. The two RMSNorms need no phase of their own: every thread
+ * normalises all rows into a buffer of its own before the matmul that reads them (tokens x hidden, a few
+ * microseconds), so a layer meets at six barriers instead of eight, and the values are the same whichever
+ * thread computes them.
  *
  * x [T, hidden] is read and overwritten with the stack's output. layers: per layer 10 addresses (input norm,
  * post-attention norm, then q and dm of qkv, o, gate_up, down) and bits: per layer 4 (qkv, o, gate_up, down).
  * Caches [L, KVH, num_blocks, block_size, D]; one token per sequence (slots, block_tables, context_lens by
- * token). scratch: T * (2 * hidden + qkv + q_size + 3 * inter) floats. */
+ * token). scratch: T * (hidden + qkv + q_size + 3 * inter) floats. */
 #include <omp.h>
 #include <sched.h>
 #include <stdint.h>
@@ -64,7 +67,7 @@ static void team_wait(team_barrier *b, int threads, int *mine) {
     }
 }
 
-#define PHASES 5 /* claim counters per layer: q|k|v, attention items, o, gate|up, down */
+#define PHASES 6 /* claim counters per layer: q|k|v, attention items, o, gate|up, SiLU rows, down */
 
 void tg_decoder_stack(float *x, int64_t tokens, int64_t num_layers, const int64_t *layers, const int64_t *bits,
                       int64_t hidden, int64_t inter, int64_t heads, int64_t kv_heads, int64_t head_dim, float eps,
@@ -74,7 +77,7 @@ void tg_decoder_stack(float *x, int64_t tokens, int64_t num_layers, const int64_
     const int64_t q_size = heads * head_dim, qkv_w = (heads + 2 * kv_heads) * head_dim, group = heads / kv_heads;
     const int64_t cache_slots = num_blocks * block_size, layer_cache = kv_heads * cache_slots * head_dim;
     const int64_t half = head_dim / 2, items = tokens * kv_heads;
-    float *h = scratch, *mid = h + tokens * hidden, *qkv = mid + tokens * hidden, *attn = qkv + tokens * qkv_w;
+    float *mid = scratch, *qkv = mid + tokens * hidden, *attn = qkv + tokens * qkv_w;
     float *gate_up = attn + tokens * q_size, *act = gate_up + tokens * 2 * inter;
     int64_t max_len = 1, widest = hidden > inter ? hidden : inter;
     for (int64_t t = 0; t < tokens; t++) max_len = context_lens[t] > max_len ? context_lens[t] : max_len;
@@ -83,16 +86,16 @@ void tg_decoder_stack(float *x, int64_t tokens, int64_t num_layers, const int64_
     team_barrier barrier = {0, 0};
 #pragma omp parallel
     {
-        const int id = omp_get_thread_num(), threads = omp_get_num_threads();
+        const int threads = omp_get_num_threads();
         int sense = 0;
         float *mine = (float *)malloc(sizeof(float) * tg_linear_scratch(tokens, widest));
         float *scores = (float *)malloc(sizeof(float) * group * max_len);
+        float *h = (float *)malloc(sizeof(float) * tokens * hidden); /* this thread's normalised rows */
         for (int64_t l = 0; l < num_layers; l++) {
             const int64_t *p = layers + l * 10, *b = bits + l * 4;
             int64_t *next = counters + l * PHASES;
             float *kc = k_cache + l * layer_cache, *vc = v_cache + l * layer_cache;
-            for (int64_t t = id; t < tokens; t += threads) tg_rms_row(x + t * hidden, (const float *)p[0], h + t * hidden, hidden, eps);
-            team_wait(&barrier, threads, &sense);
+            for (int64_t t = 0; t < tokens; t++) tg_rms_row(x + t * hidden, (const float *)p[0], h + t * hidden, hidden, eps);
             tg_linear_share(h, tokens, hidden, (const uint8_t *)p[2], (const float *)p[3], qkv_w, b[0], qkv, NULL,
                             &next[0], mine);
             team_wait(&barrier, threads, &sense);
@@ -116,17 +119,19 @@ void tg_decoder_stack(float *x, int64_t tokens, int64_t num_layers, const int64_
             tg_linear_share(attn, tokens, q_size, (const uint8_t *)p[4], (const float *)p[5], hidden, b[1], mid, x,
                             &next[2], mine);
             team_wait(&barrier, threads, &sense);
-            for (int64_t t = id; t < tokens; t += threads) tg_rms_row(mid + t * hidden, (const float *)p[1], h + t * hidden, hidden, eps);
-            team_wait(&barrier, threads, &sense);
+            for (int64_t t = 0; t < tokens; t++) tg_rms_row(mid + t * hidden, (const float *)p[1], h + t * hidden, hidden, eps);
             tg_linear_share(h, tokens, hidden, (const uint8_t *)p[6], (const float *)p[7], 2 * inter, b[2], gate_up,
                             NULL, &next[3], mine);
             team_wait(&barrier, threads, &sense);
-            for (int64_t t = id; t < tokens; t += threads) tg_silu_row(gate_up + t * 2 * inter, act + t * inter, inter);
+            for (int64_t t = __atomic_fetch_add(&next[4], 1, __ATOMIC_RELAXED); t < tokens;
+                 t = __atomic_fetch_add(&next[4], 1, __ATOMIC_RELAXED))
+                tg_silu_row(gate_up + t * 2 * inter, act + t * inter, inter);
             team_wait(&barrier, threads, &sense);
             tg_linear_share(act, tokens, inter, (const uint8_t *)p[8], (const float *)p[9], hidden, b[3], x, mid,
-                            &next[4], mine);
+                            &next[5], mine);
             team_wait(&barrier, threads, &sense);
         }
+        free(h);
         free(scores);
         free(mine);
     }

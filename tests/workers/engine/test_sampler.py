@@ -3,7 +3,7 @@ from dataclasses import dataclass, field
 import pytest
 import torch
 
-from workers.engine.sampler import Sampler, apply_penalties, filtered_probs
+from workers.engine.sampler import Sampler, apply_penalties, argmax_rows, filtered_probs
 from workers.sampling_params import SamplingParams
 
 
@@ -205,3 +205,11 @@ def test_parallel_completions_draw_independently_and_reproducibly_from_one_row()
     assert [replay.sample(logits[:1].clone(), [Src("r", params, index=2)]).token_ids[0] for _ in range(5)] == later
     sampler.release("r")
     assert "r" not in sampler._generators
+
+
+def test_argmax_rows_takes_the_argmax_of_greedy_rows_only():
+    logits = torch.tensor([[0.0, 3.0, 1.0], [5.0, 0.0, 1.0], [0.0, 1.0, 2.0]])
+    assert argmax_rows(logits, [0, 1, 2]) == [1, 0, 2]
+    assert argmax_rows(logits, [0, 2]) == [1, 0, 2]  # row 1 samples: left 0 for the draw
+    assert argmax_rows(logits, [1]) == [0, 0, 0]
+    assert argmax_rows(logits, []) == [0, 0, 0]

@@ -35,6 +35,7 @@ def chats(n: int) -> list[list[dict]]:
 @dataclass
 class Result:
     ttft_s: list[float] = field(default_factory=list)
+    started_s: list[float] = field(default_factory=list)  # each ttft_s's request start, from the load's start
     itl_s: list[float] = field(default_factory=list)
     output_tokens: int = 0
     errors: int = 0
@@ -50,7 +51,7 @@ def pct(xs: list[float], q: float) -> float:
 
 
 async def one(client: httpx.AsyncClient, url: str, model: str, messages: list[dict], max_tokens: int,
-              result: Result) -> None:
+              result: Result, load_start: float = 0.0) -> None:
     body = {"model": model, "messages": messages, "max_tokens": max_tokens, "temperature": 0, "stream": True,
             "ignore_eos": True, "stream_options": {"include_usage": True}}
     start = time.perf_counter()
@@ -81,6 +82,7 @@ async def one(client: httpx.AsyncClient, url: str, model: str, messages: list[di
         return
     result.output_tokens += tokens
     result.ttft_s.append(first - start)
+    result.started_s.append(start - load_start if load_start else 0.0)
     if tokens > 1:
         result.itl_s.append((last - first) / (tokens - 1))
 
@@ -99,11 +101,12 @@ async def run(url: str, key: str, model: str, n: int, concurrency: int, max_toke
     headers = {"authorization": f"Bearer {key}"}
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(600.0), limits=limits) as client:
+        start = time.perf_counter()
+
         async def worker() -> None:
             while not todo.empty():
-                await one(client, url, model, todo.get_nowait(), max_tokens, result)
+                await one(client, url, model, todo.get_nowait(), max_tokens, result, start)
 
-        start = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         result.wall_s = time.perf_counter() - start
     return result
@@ -113,7 +116,10 @@ def summary(r: Result) -> dict:
     return {"output_tok_s": r.output_tokens / r.wall_s if r.wall_s else 0.0, "output_tokens": r.output_tokens,
             "ttft_p50_ms": 1000 * pct(r.ttft_s, 50), "ttft_p95_ms": 1000 * pct(r.ttft_s, 95),
             "itl_p50_ms": 1000 * pct(r.itl_s, 50), "itl_p95_ms": 1000 * pct(r.itl_s, 95),
-            "errors": r.errors, "wall_s": r.wall_s, "error_samples": r.error_samples}
+            "errors": r.errors, "wall_s": r.wall_s, "error_samples": r.error_samples,
+            # the slowest first tokens and when their requests started: a wave's prefill, or a stall?
+            "ttft_worst": [(round(t, 3), round(at, 2))
+                           for t, at in sorted(zip(r.ttft_s, r.started_s), reverse=True)[:4]]}
 
 
 def main() -> int:

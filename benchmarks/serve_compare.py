@@ -83,6 +83,7 @@ def measure(server: Server, args) -> dict:
         if "chat" in args.loads:
             out["chat"] = run_chat(server, args.chats, args.concurrency, args.max_tokens)
             print(f"    chat: {fmt(out['chat'])}", flush=True)
+            print(f"    chat: slowest first tokens (s, started at s) {out['chat']['ttft_worst']}", flush=True)
         if "guidellm" in args.loads:
             out["guidellm"] = run_guidellm(server, args.tokenizer, args.guidellm_seconds, args.concurrency,
                                            args.prompt_tokens, args.max_tokens)

@@ -104,6 +104,26 @@ void tg_rotary_store_kv(float *qkv, int64_t qkv_stride, const float *cos, const 
     }
 }
 
+/* Each of `rows` score rows of length len, in place: softmax (max subtracted, exp, normalised). The decode
+ * attention paths (AVX-512, AVX2, portable) share it, so they differ only in how the scores and outputs are
+ * computed. */
+static void tg_softmax_rows(float *scores, int64_t rows, int64_t len) {
+    for (int64_t g = 0; g < rows; g++) {
+        float *sg = scores + g * len;
+        float mx = sg[0];
+        for (int64_t t = 1; t < len; t++) mx = sg[t] > mx ? sg[t] : mx;
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t t = 0; t < len; t++) {
+            sg[t] = tg_expf(sg[t] - mx);
+            sum += sg[t];
+        }
+        const float inv = 1.0f / sum;
+#pragma omp simd
+        for (int64_t t = 0; t < len; t++) sg[t] *= inv;
+    }
+}
+
 #ifdef __AVX512F__
 /* AVX-512 path of the decode attention below, for head_dim a multiple of 16 up to 128 (one to eight vectors
  * a row). Per query head of a group: the scores come 16 keys at a time, each key's dot product left as a
@@ -162,20 +182,7 @@ static inline __m512 tg_fold16(const __m512 t[16]) {
                 }                                                                                         \
             }                                                                                             \
         }                                                                                                 \
-        for (int64_t g = 0; g < group; g++) {                                                             \
-            float *sg = scores + g * len;                                                                 \
-            float mx = sg[0];                                                                             \
-            for (int64_t t = 1; t < len; t++) mx = sg[t] > mx ? sg[t] : mx;                               \
-            float sum = 0.0f;                                                                             \
-            _Pragma("omp simd reduction(+ : sum)")                                                        \
-            for (int64_t t = 0; t < len; t++) {                                                           \
-                sg[t] = tg_expf(sg[t] - mx);                                                              \
-                sum += sg[t];                                                                             \
-            }                                                                                             \
-            const float inv = 1.0f / sum;                                                                 \
-            _Pragma("omp simd")                                                                           \
-            for (int64_t t = 0; t < len; t++) sg[t] *= inv;                                               \
-        }                                                                                                 \
+        tg_softmax_rows(scores, group, len);                                                              \
         memset(o, 0, sizeof(float) * group * D);                                                          \
         for (int64_t t0 = 0; t0 < len; t0 += block_size) {                                                \
             const int64_t m = len - t0 < block_size ? len - t0 : block_size;                              \
@@ -253,20 +260,7 @@ static inline __m256 tg_fold8(const __m256 t[8]) {
                 }                                                                                         \
             }                                                                                             \
         }                                                                                                 \
-        for (int64_t g = 0; g < group; g++) {                                                             \
-            float *sg = scores + g * len;                                                                 \
-            float mx = sg[0];                                                                             \
-            for (int64_t t = 1; t < len; t++) mx = sg[t] > mx ? sg[t] : mx;                               \
-            float sum = 0.0f;                                                                             \
-            _Pragma("omp simd reduction(+ : sum)")                                                        \
-            for (int64_t t = 0; t < len; t++) {                                                           \
-                sg[t] = tg_expf(sg[t] - mx);                                                              \
-                sum += sg[t];                                                                             \
-            }                                                                                             \
-            const float inv = 1.0f / sum;                                                                 \
-            _Pragma("omp simd")                                                                           \
-            for (int64_t t = 0; t < len; t++) sg[t] *= inv;                                               \
-        }                                                                                                 \
+        tg_softmax_rows(scores, group, len);                                                              \
         memset(o, 0, sizeof(float) * group * D);                                                          \
         for (int64_t t0 = 0; t0 < len; t0 += block_size) {                                                \
             const int64_t m = len - t0 < block_size ? len - t0 : block_size;                              \
@@ -329,21 +323,8 @@ void tg_attend_item(const float *qs, const float *kbase, const float *vbase, con
             for (int64_t g = 0; g < group; g++)
                 scores[g * len + t0 + j] = tg_dot(qs + g * head_dim, kb + j * head_dim, head_dim) * scale;
     }
-    for (int64_t g = 0; g < group; g++) {
-        float *sg = scores + g * len;
-        float mx = sg[0];
-        for (int64_t t = 1; t < len; t++) mx = sg[t] > mx ? sg[t] : mx;
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (int64_t t = 0; t < len; t++) {
-            sg[t] = tg_expf(sg[t] - mx);
-            sum += sg[t];
-        }
-        const float inv = 1.0f / sum;
-#pragma omp simd
-        for (int64_t t = 0; t < len; t++) sg[t] *= inv;
-        memset(o + g * head_dim, 0, sizeof(float) * head_dim);
-    }
+    tg_softmax_rows(scores, group, len);
+    memset(o, 0, sizeof(float) * group * head_dim);
     for (int64_t t0 = 0; t0 < len; t0 += block_size) {
         const float *vb = vbase + table[t0 / block_size] * block_size * head_dim;
         const int64_t m = len - t0 < block_size ? len - t0 : block_size;

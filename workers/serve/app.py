@@ -35,7 +35,7 @@ def build_app(cfg: VersionServeConfig) -> Application:
         # Ray takes the router as an import path; its annotations do not say so.
         options["request_router_config"] = RequestRouterConfig(request_router_class=PREFIX_ROUTER)  # type: ignore[arg-type]
     deployment = serve.deployment(VersionServer).options(**options)  # type: ignore[attr-defined]  # (Ray's overloads)
-    return deployment.bind(cfg.version, cfg.engine, cfg.warmup_prompt)
+    return deployment.bind(cfg.version, cfg.engine, cfg.warmup_prompt, cfg.warmup_streams)
 
 
 def deploy(configs: list[VersionServeConfig]) -> dict[str, serve.handle.DeploymentHandle]:

@@ -40,6 +40,8 @@ class VersionServeConfig:
     health_check_period_s: Annotated[float, Field(gt=0)] = 2.0
     health_check_timeout_s: Annotated[float, Field(gt=0)] = 30.0
     warmup_prompt: str = "Hello"
+    # Chats the warm-up runs at once (capped by the engine's max_num_seqs): a wave as a loaded server meets it.
+    warmup_streams: Annotated[int, Field(ge=1)] = 16
     env: dict[str, str] = field(default_factory=dict)  # replica environment (e.g. OMP_NUM_THREADS)
 
     def __post_init__(self) -> None:

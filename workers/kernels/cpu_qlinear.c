@@ -244,6 +244,17 @@ TILE16_BITS(16)
 
 typedef void (*tile_fn)(const float *, int64_t, const uint8_t *, const float *, float *, int64_t, const float *);
 #define TILE_ROW(R) {tile16_##R##_4, tile16_##R##_8}
+/* From this many tiles of rows on (a prefill: M > 112), a chunk of work is one tile against every panel rather
+ * than two panels against every tile. */
+#define TILE_CHUNK_TILES 8
+
+/* The first row of tile t when M rows are split into `tiles` tiles as evenly as WIDE_ROWS allows: each tile
+ * takes the rows left divided by the tiles left, so the larger tiles come last. */
+static inline int64_t tile_start(int64_t M, int64_t tiles, int64_t t) {
+    int64_t r0 = 0;
+    for (int64_t i = 0; i < t; i++) r0 += (M - r0) / (tiles - i);
+    return r0;
+}
 static const tile_fn TILES16[WIDE_ROWS + 1][2] = {
     {NULL, NULL},  TILE_ROW(1),  TILE_ROW(2),  TILE_ROW(3),  TILE_ROW(4),  TILE_ROW(5),
     TILE_ROW(6),   TILE_ROW(7),  TILE_ROW(8),  TILE_ROW(9),  TILE_ROW(10), TILE_ROW(11),
@@ -257,7 +268,12 @@ static inline int64_t claim(int64_t *next) { return __atomic_fetch_add(next, 1, 
 
 /* Floats of scratch one thread needs for tg_linear_share at M rows and K columns. */
 int64_t tg_linear_scratch(int64_t M, int64_t K) {
-    const int64_t small = M * (K / GROUP), many = M * K, panel = K * PANEL + 16;
+#ifdef __AVX512F__
+    const int64_t many = ((M + WIDE_ROWS - 1) / WIDE_ROWS >= TILE_CHUNK_TILES ? WIDE_ROWS : M) * K;
+#else
+    const int64_t many = M * K;
+#endif
+    const int64_t small = M * (K / GROUP), panel = K * PANEL + 16;
     return small > many ? (small > panel ? small : panel) : (many > panel ? many : panel);
 }
 
@@ -265,8 +281,8 @@ int64_t tg_linear_scratch(int64_t M, int64_t K) {
  * starts) until none is left. Every thread of a team calls it with the same arguments but its own scratch
  * (tg_linear_scratch(M, K) floats); a chunk's outputs are the same whichever thread computes them.
  *  - M <= SMALL_M: the gemv kernels straight from the packed weights (xsum: each row's sum per group);
- *  - more rows, AVX-512: each thread's own k-major copy of x and tiles
- *    of up to WIDE_ROWS rows, two panels a chunk;
+ *  - more rows, AVX-512: tiles of up to WIDE_ROWS rows read from a k-major copy of x; up to TILE_CHUNK_TILES
+ *    tiles, a chunk is two panels against every tile, and from there on one tile against every panel;
  *  - more rows, AVX2 only: each panel expanded into the thread's buffer and run against tiles of six rows. */
 void tg_linear_share(const float *x, int64_t M, int64_t K, const uint8_t *q, const float *dm, int64_t N, int64_t bits,
                      float *out, const float *res, int64_t *next, float *scratch) {
@@ -301,6 +317,22 @@ void tg_linear_share(const float *x, int64_t M, int64_t K, const uint8_t *q, con
      * fixed offsets rather than R row pointers. */
     const int64_t tiles = (M + WIDE_ROWS - 1) / WIDE_ROWS, chunks = (panels + 1) / 2;
     float *xt = scratch;
+    if (tiles >= TILE_CHUNK_TILES) {
+        /* Many rows: a thread claims a tile, transposes its rows alone (WIDE_ROWS x K floats, cache-resident) and
+         * runs it against every panel, the packed weights (a few hundred KB) streaming past from cache. Split by
+         * panels instead, every thread would transpose all of x (megabytes at a prefill) and read it back from
+         * memory once per panel pair. The tiles are the ones below, so every output is computed by the same
+         * operations in the same order. */
+        for (int64_t t = claim(next); t < tiles; t = claim(next)) {
+            const int64_t r0 = tile_start(M, tiles, t), rows = (M - r0) / (tiles - t);
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t k = 0; k < K; k++) xt[k * rows + r] = x[(r0 + r) * K + k];
+            for (int64_t p = 0; p < panels; p++)
+                TILES16[rows][b8](xt, K, q + p * panel_bytes, dm + p * panel_dm, out + r0 * N + p * PANEL, N,
+                                  res ? res + r0 * N + p * PANEL : NULL);
+        }
+        return;
+    }
     for (int64_t t = 0, r0 = 0; t < tiles; t++) {
         const int64_t rows = (M - r0) / (tiles - t);  /* the rest split evenly over the tiles left */
         for (int64_t r = 0; r < rows; r++)

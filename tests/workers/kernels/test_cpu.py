@@ -181,3 +181,24 @@ def test_block_quant_linear_rows_do_not_depend_on_the_batch_up_to_six(qtype):
     for m in range(2, 7):
         got = kernels.block_quant_linear(x[:m], packed.q, packed.dm, packed.bits, residual[:m])
         assert torch.equal(got, alone[:m])
+
+
+@pytest.mark.parametrize("qtype", ["Q4_1", "Q8_0"])
+@pytest.mark.parametrize("rows", [113, 130, 257])
+def test_block_quant_linear_prefill_rows_match_the_dense_matmul_and_their_tiles_alone(qtype, rows):
+    """A prefill's many rows (from 8 tiles of 16 on, split by tile rather than by panel) give the dense matmul's
+    values, and each tile gives exactly what the same rows give as a call of their own (113, 130 and 257 rows: 8,
+    9 and 17 tiles of 14 to 16 rows; tile t takes the rows left divided by the tiles left)."""
+    from gguf import GGMLQuantizationType
+
+    packed, dense = _packed(GGMLQuantizationType[qtype], 16 * 5, 64, rows)
+    x, residual = torch.randn(rows, 64), torch.randn(rows, 16 * 5)
+    got = kernels.block_quant_linear(x, packed.q, packed.dm, packed.bits, residual)
+    assert torch.allclose(got, x @ dense.t() + residual, atol=1e-4, rtol=1e-5)
+    tiles, r0 = -(-rows // 16), 0
+    for t in range(tiles):
+        n = (rows - r0) // (tiles - t)
+        alone = kernels.block_quant_linear(x[r0:r0 + n], packed.q, packed.dm, packed.bits, residual[r0:r0 + n])
+        assert torch.equal(got[r0:r0 + n], alone), f"tile {t} (rows {r0}..{r0 + n})"
+        r0 += n
+    assert r0 == rows

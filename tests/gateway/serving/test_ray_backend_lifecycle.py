@@ -17,6 +17,7 @@ class StubRay:
     def __init__(self) -> None:
         self.calls: list[str] = []
         self.initialized = False
+        self.system_config: dict | None = None
 
     # ray
     def is_initialized(self) -> bool:
@@ -25,6 +26,7 @@ class StubRay:
     def init(self, **kw) -> None:
         self.calls.append(f"init address={kw.get('address')}")
         self.initialized = True
+        self.system_config = kw.get("_system_config")
 
     def shutdown(self) -> None:
         self.calls.append("ray.shutdown")
@@ -61,6 +63,7 @@ async def test_a_gateway_that_joined_a_cluster_leaves_its_pool_running(stub, gw_
     await backend.start()
     await backend.stop()
     assert stub.calls == [f"init address={address}"]
+    assert stub.system_config is None  # a cluster's workers are as its operator started them
 
 
 async def test_a_gateway_that_started_its_own_ray_takes_it_down(stub, gw_catalogue):
@@ -68,6 +71,7 @@ async def test_a_gateway_that_started_its_own_ray_takes_it_down(stub, gw_catalog
     await backend.start()
     await backend.stop()
     assert stub.calls == ["init address=None", "serve.shutdown", "ray.shutdown"]
+    assert stub.system_config == {"worker_niceness": 0}  # the replicas are not preempted by every nice-0 process
 
 
 async def test_replica_counts_for_economics_come_from_serve_status(stub, gw_catalogue, monkeypatch):

@@ -13,7 +13,11 @@ def ray_cluster():
 
     if ray.is_initialized():  # under pytest -n, an earlier test in this worker process may have joined one
         ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, namespace="tollgate", log_to_driver=False)
+    from workers.serve.placement import LOCAL_RAY_SYSTEM_CONFIG
+
+    # As a gateway starts its own Ray (gateway/serving/ray_backend.py).
+    ray.init(num_cpus=2, include_dashboard=False, namespace="tollgate", log_to_driver=False,
+             _system_config=LOCAL_RAY_SYSTEM_CONFIG)
     yield ray
     serve.shutdown()
     ray.shutdown()

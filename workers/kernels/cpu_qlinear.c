@@ -248,6 +248,72 @@ typedef void (*tile_fn)(const float *, int64_t, const uint8_t *, const float *, 
  * than two panels against every tile. */
 #define TILE_CHUNK_TILES 8
 
+/* The same tiles reading panels expanded once into a buffer (w [K][16], the values expand16 gives), for a prefill
+ * where each expansion serves every tile of rows: the inner loop is then one load and R FMAs per k. */
+#define BTILE16(R)                                                                                        \
+    static void btile16_##R(const float *x, int64_t K, const float *w, float *out, int64_t N,             \
+                            const float *res) {                                                           \
+        v16 a[R];                                                                                         \
+        for (int r = 0; r < R; r++) a[r] = (v16){0};                                                      \
+        for (int64_t k = 0; k < K; k++) {                                                                 \
+            const v16 wk = ld16(w + k * PANEL);                                                           \
+            for (int r = 0; r < R; r++) a[r] += x[k * R + r] * wk;                                        \
+        }                                                                                                 \
+        for (int r = 0; r < R; r++) {                                                                     \
+            if (res) a[r] += ld16(res + r * N);                                                           \
+            st16(out + r * N, a[r]);                                                                      \
+        }                                                                                                 \
+    }
+BTILE16(1) BTILE16(2) BTILE16(3) BTILE16(4) BTILE16(5) BTILE16(6) BTILE16(7) BTILE16(8)
+BTILE16(9) BTILE16(10) BTILE16(11) BTILE16(12) BTILE16(13) BTILE16(14) BTILE16(15) BTILE16(16)
+
+/* Two panels at once (32 outputs, up to MANY_ROWS rows: 2 x 14 accumulators, two weight vectors and a broadcast in
+ * the 32 registers): R + 2 loads feed 2R FMAs, where one panel's R + 1 loads feed only R. */
+#define MANY_ROWS 14
+#define BTILE2(R)                                                                                         \
+    static void btile2_##R(const float *x, int64_t K, const float *w0, const float *w1, float *out,       \
+                           int64_t N, const float *res) {                                                 \
+        v16 a[R], b[R];                                                                                   \
+        for (int r = 0; r < R; r++) a[r] = b[r] = (v16){0};                                               \
+        for (int64_t k = 0; k < K; k++) {                                                                 \
+            const v16 u = ld16(w0 + k * PANEL), v = ld16(w1 + k * PANEL);                                 \
+            for (int r = 0; r < R; r++) {                                                                 \
+                const float xr = x[k * R + r];                                                            \
+                a[r] += xr * u;                                                                           \
+                b[r] += xr * v;                                                                           \
+            }                                                                                             \
+        }                                                                                                 \
+        for (int r = 0; r < R; r++) {                                                                     \
+            if (res) {                                                                                    \
+                a[r] += ld16(res + r * N);                                                                \
+                b[r] += ld16(res + r * N + PANEL);                                                        \
+            }                                                                                             \
+            st16(out + r * N, a[r]);                                                                      \
+            st16(out + r * N + PANEL, b[r]);                                                              \
+        }                                                                                                 \
+    }
+BTILE2(1) BTILE2(2) BTILE2(3) BTILE2(4) BTILE2(5) BTILE2(6) BTILE2(7)
+BTILE2(8) BTILE2(9) BTILE2(10) BTILE2(11) BTILE2(12) BTILE2(13) BTILE2(14)
+
+typedef void (*btile2_fn)(const float *, int64_t, const float *, const float *, float *, int64_t, const float *);
+static const btile2_fn BTILES2[MANY_ROWS + 1] = {
+    NULL,      btile2_1,  btile2_2,  btile2_3,  btile2_4,  btile2_5,  btile2_6, btile2_7,
+    btile2_8,  btile2_9,  btile2_10, btile2_11, btile2_12, btile2_13, btile2_14};
+
+typedef void (*btile_fn)(const float *, int64_t, const float *, float *, int64_t, const float *);
+static const btile_fn BTILES16[WIDE_ROWS + 1] = {
+    NULL,        btile16_1,  btile16_2,  btile16_3,  btile16_4,  btile16_5,  btile16_6,  btile16_7,  btile16_8,
+    btile16_9,   btile16_10, btile16_11, btile16_12, btile16_13, btile16_14, btile16_15, btile16_16};
+
+static void expand16_panel(const uint8_t *qp, const float *dmp, int64_t K, int bits, float *w) {
+    const int64_t row_bytes = bits == 4 ? 8 : 16;
+    for (int64_t g = 0; g < K / GROUP; g++) {
+        const v16 d = ld16(dmp + g * 2 * PANEL), m = ld16(dmp + g * 2 * PANEL + 16);
+        for (int64_t k = g * GROUP; k < (g + 1) * GROUP; k++)
+            st16(w + k * PANEL, d * expand16(qp + k * row_bytes, bits) + m);
+    }
+}
+
 /* The first row of tile t when M rows are split into `tiles` tiles as evenly as WIDE_ROWS allows: each tile
  * takes the rows left divided by the tiles left, so the larger tiles come last. */
 static inline int64_t tile_start(int64_t M, int64_t tiles, int64_t t) {
@@ -370,10 +436,66 @@ void tg_linear_share(const float *x, int64_t M, int64_t K, const uint8_t *q, con
 
 /* x [M, K] dense; q and dm packed as above for W [N, K]; out [M, N] dense; res NULL or [M, N] dense.
  * N is a multiple of 16 and K of 32 (the packer guarantees it). */
+#ifdef __AVX512F__
+/* A prefill's many rows (TILE_CHUNK_TILES tiles of 16 or more), in two phases of one parallel region. First the
+ * threads transpose x, in tiles of up to MANY_ROWS rows, into one shared k-major copy. Then each claims two panels
+ * at a time, expands them once into its buffer (K x 16 floats a panel, cache-resident) and runs every tile against
+ * both. Every output sees the operations of the register tiles in the same order (w = d * q + m rounded once, then
+ * acc += x * w over k, then the residual), so the values are those of tg_linear_share whatever the tiling. What it
+ * saves: the register tiles expand each weight again for every tile of 16 rows, three vector operations against 16
+ * FMAs on the same two ports, and load R + 1 values for R FMAs. */
+#define PANELS_MANY 2
+static int linear_many(const float *x, int64_t M, int64_t K, const uint8_t *q, const float *dm, int64_t N,
+                       int64_t bits, float *out, const float *res) {
+    const int64_t tiles = (M + MANY_ROWS - 1) / MANY_ROWS, panels = N / PANEL;
+    const int64_t panel_bytes = K * (bits == 4 ? 8 : 16), panel_dm = (K / GROUP) * 2 * PANEL;
+    const int64_t chunks = (panels + PANELS_MANY - 1) / PANELS_MANY;
+    float *xt = (float *)malloc(sizeof(float) * M * K);
+    if (!xt) return 0;
+    int64_t next_tile = 0, next_chunk = 0, computed = 0;
+#pragma omp parallel
+    {
+        for (int64_t t = claim(&next_tile); t < tiles; t = claim(&next_tile)) {
+            const int64_t r0 = tile_start(M, tiles, t), rows = (M - r0) / (tiles - t);
+            float *xtile = xt + r0 * K;
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t k = 0; k < K; k++) xtile[k * rows + r] = x[(r0 + r) * K + k];
+        }
+        float *w = (float *)aligned_alloc(64, sizeof(float) * PANELS_MANY * K * PANEL);
+#pragma omp barrier
+        if (w) { /* a thread without its buffer claims nothing: the others take every chunk */
+            for (int64_t c = claim(&next_chunk); c < chunks; c = claim(&next_chunk)) {
+                const int64_t p0 = c * PANELS_MANY, two = p0 + 1 < panels, col = p0 * PANEL;
+                for (int64_t j = 0; j <= two; j++)
+                    expand16_panel(q + (p0 + j) * panel_bytes, dm + (p0 + j) * panel_dm, K, (int)bits,
+                                   w + j * K * PANEL);
+                for (int64_t t = 0, r0 = 0; t < tiles; t++) {
+                    const int64_t rows = (M - r0) / (tiles - t);
+                    const float *xtile = xt + r0 * K, *rt = res ? res + r0 * N + col : NULL;
+                    if (two)
+                        BTILES2[rows](xtile, K, w, w + K * PANEL, out + r0 * N + col, N, rt);
+                    else
+                        BTILES16[rows](xtile, K, w, out + r0 * N + col, N, rt);
+                    r0 += rows;
+                }
+                __atomic_fetch_add(&computed, 1, __ATOMIC_RELAXED);
+            }
+            free(w);
+        }
+    }
+    free(xt);
+    return computed == chunks;
+}
+#endif
+
 void tg_block_quant_linear(const float *x, int64_t M, int64_t K, const uint8_t *q, const float *dm, int64_t N,
                            int64_t bits, float *out, const float *res) {
     int64_t next = 0;
     if (M < 1) return;
+#ifdef __AVX512F__
+    /* Out of memory for the shared copy (or every thread's buffer): the tiles below need none of it. */
+    if ((M + WIDE_ROWS - 1) / WIDE_ROWS >= TILE_CHUNK_TILES && linear_many(x, M, K, q, dm, N, bits, out, res)) return;
+#endif
 #pragma omp parallel
     {
         float *scratch = (float *)malloc(sizeof(float) * tg_linear_scratch(M, K));

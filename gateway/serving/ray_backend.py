@@ -37,7 +37,7 @@ from workers.serve.app import app_name, deploy
 from workers.serve.config import VersionServeConfig
 from workers.serve.health import VersionHealth
 from workers.serve.metrics_relay import RelayedMetrics, read_hub
-from workers.serve.placement import LOCAL_RAY_SYSTEM_CONFIG, Host, place
+from workers.serve.placement import Host, local_ray_system_config, place
 from workers.serve.prefix_router import prefix_key
 from workers.serve.tokenizer import load_tokenizer
 
@@ -120,7 +120,7 @@ class RayServeBackend:
             kw: dict[str, object] = {"address": self._settings.ray_address} if self._settings.ray_address else {
                 "num_cpus": self._settings.ray_num_cpus, "include_dashboard": False}
             if not self._settings.ray_address and self._settings.ray_placement:
-                kw["_system_config"] = LOCAL_RAY_SYSTEM_CONFIG  # replicas at nice 0 (workers/serve/placement.py)
+                kw["_system_config"] = local_ray_system_config()  # replicas at nice 0 (workers/serve/placement.py)
             # ray.init installs a SIGTERM handler that exits at once, cancelling every request in flight; the
             # server's own (uvicorn: stop accepting, drain, then exit) must stay in charge of a graceful stop.
             previous = signal.getsignal(signal.SIGTERM)

@@ -17,7 +17,7 @@ README's "Serving" section has the table):
   preempts the engine's threads whenever it wakes. Per-thread scheduler statistics under that load: each engine
   thread waited runnable 18-25 % of the time with 10-13 % of the host idle; at nice 0, 15-16 % with 7 % idle, and
   317 / 301 tok/s against 266 / 292 (alternated). A Ray of the gateway's own starts its workers at nice 0
-  (`LOCAL_RAY_SYSTEM_CONFIG`); the replicas are what the host is for.
+  (`local_ray_system_config`); the replicas are what the host is for.
 """
 from __future__ import annotations
 
@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from workers.serve.config import VersionServeConfig
 
 
-# Ray's own settings for a local Ray that a gateway starts for its pool (ray.init's _system_config).
-LOCAL_RAY_SYSTEM_CONFIG: dict[str, object] = {"worker_niceness": 0}
+def local_ray_system_config() -> dict[str, object]:
+    """Ray's own settings for a local Ray that a gateway starts for its pool (ray.init's _system_config). A fresh
+    dict each call: ray.init adds its own keys to the one it is given."""
+    return {"worker_niceness": 0}
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,9 @@ def ray_cluster():
 
     if ray.is_initialized():  # under pytest -n, an earlier test in this worker process may have joined one
         ray.shutdown()
-    from workers.serve.placement import LOCAL_RAY_SYSTEM_CONFIG
-
-    # As a gateway starts its own Ray (gateway/serving/ray_backend.py).
-    ray.init(num_cpus=2, include_dashboard=False, namespace="tollgate", log_to_driver=False,
-             _system_config=LOCAL_RAY_SYSTEM_CONFIG)
+    # Workers at Ray's default niceness (15), not the nice 0 a gateway's own Ray gives them: under `pytest -n 2` this
+    # pool's replicas share the cores with the other worker's tests, whose gateways must keep their deadlines.
+    ray.init(num_cpus=2, include_dashboard=False, namespace="tollgate", log_to_driver=False)
     yield ray
     serve.shutdown()
     ray.shutdown()

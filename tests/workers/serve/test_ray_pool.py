@@ -82,14 +82,6 @@ async def test_versions_and_health(backend):
         backend.count_prompt_tokens(FP32)
 
 
-async def test_replicas_run_at_nice_0(backend):
-    """Ray's default worker niceness (15) lets every nice-0 process preempt the engine (workers/serve/placement.py);
-    this pool's Ray was started as a gateway starts its own."""
-    info = await backend._handles[FP32].info.remote()
-    nice = os.getpriority(os.PRIO_PROCESS, info["pid"])
-    assert nice == 0
-
-
 async def test_split_over_300_requests(backend, catalogue):
     router = lenient_router(catalogue)
     sem = asyncio.Semaphore(24)

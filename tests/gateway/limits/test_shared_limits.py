@@ -48,8 +48,13 @@ def pg_url(gw_catalogue):
 @pytest.fixture(scope="module")
 def two_gateways(pg_url, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("two-gateways")
+    # These tests check that two processes share one count. With the default 0.25 s Redis deadline, a moment of CPU
+    # starvation under `pytest -n 2` on 2 cores (seen once: no answer within 0.297 s) opens the limits breaker, and
+    # its failover, counting in process (tests/gateway/limits/test_failover.py), lets each process admit its own
+    # share: 15 of a 10-request budget went through. A longer deadline keeps these tests on the shared path.
     env = {**os.environ, "DATABASE_URL": pg_url, "REDIS_URL": REDIS, "TOLLGATE_ADMIN_KEY": ADMIN_KEY,
-           "TOLLGATE_DATA_DIR": str(tmp), "TOLLGATE_LOG_LEVEL": "WARNING", "HF_HUB_OFFLINE": "1"}
+           "TOLLGATE_DATA_DIR": str(tmp), "TOLLGATE_LOG_LEVEL": "WARNING", "HF_HUB_OFFLINE": "1",
+           "TOLLGATE_REDIS_TIMEOUT_S": "2"}
     ports = [free_port(), free_port()]
     procs = [subprocess.Popen([sys.executable, "-m", "tests.gateway.canned_server", str(p)], cwd=ROOT, env=env)
              for p in ports]

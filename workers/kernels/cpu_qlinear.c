@@ -265,7 +265,7 @@ typedef void (*tile_fn)(const float *, int64_t, const uint8_t *, const float *, 
         }                                                                                                 \
     }
 BTILE16(1) BTILE16(2) BTILE16(3) BTILE16(4) BTILE16(5) BTILE16(6) BTILE16(7) BTILE16(8)
-BTILE16(9) BTILE16(10) BTILE16(11) BTILE16(12) BTILE16(13) BTILE16(14) BTILE16(15) BTILE16(16)
+BTILE16(9) BTILE16(10) BTILE16(11) BTILE16(12) BTILE16(13) BTILE16(14)
 
 /* Two panels at once (32 outputs, up to MANY_ROWS rows: 2 x 14 accumulators, two weight vectors and a broadcast in
  * the 32 registers): R + 2 loads feed 2R FMAs, where one panel's R + 1 loads feed only R. */
@@ -301,9 +301,9 @@ static const btile2_fn BTILES2[MANY_ROWS + 1] = {
     btile2_8,  btile2_9,  btile2_10, btile2_11, btile2_12, btile2_13, btile2_14};
 
 typedef void (*btile_fn)(const float *, int64_t, const float *, float *, int64_t, const float *);
-static const btile_fn BTILES16[WIDE_ROWS + 1] = {
+static const btile_fn BTILES16[MANY_ROWS + 1] = {  /* a last odd panel: one panel, the same row tiles */
     NULL,        btile16_1,  btile16_2,  btile16_3,  btile16_4,  btile16_5,  btile16_6,  btile16_7,  btile16_8,
-    btile16_9,   btile16_10, btile16_11, btile16_12, btile16_13, btile16_14, btile16_15, btile16_16};
+    btile16_9,   btile16_10, btile16_11, btile16_12, btile16_13, btile16_14};
 
 static void expand16_panel(const uint8_t *qp, const float *dmp, int64_t K, int bits, float *w) {
     const int64_t row_bytes = bits == 4 ? 8 : 16;

@@ -193,7 +193,11 @@ class ModelRunner:
         # as decode tokens, one query each over its context so far: every layer writes the whole batch's KV
         # before it attends, so token j sees tokens j' < j of the same row. Those steps stay decode-only (the
         # CPU decoder stack, CUDA graphs) and compute each token exactly as a one-token step would.
-        decode = [i for i, r in enumerate(rows) if len(r.token_ids) == 1 or r.num_logits == len(r.token_ids)]
+        # A short prompt chunk runs that way too where the kernel set says its decode attention is the faster
+        # (KernelSet.prompt_rows_as_decode): on the CPU a step of short prompts is then one decoder-stack call.
+        short = self.kernels.prompt_rows_as_decode
+        decode = [i for i, r in enumerate(rows)
+                  if len(r.token_ids) == 1 or r.num_logits == len(r.token_ids) or len(r.token_ids) <= short]
         prefill = sorted(set(range(len(rows))) - set(decode))
         ids: list[int] = []
         positions: list[int] = []

@@ -3,7 +3,8 @@
 Decode-only steps are most steps a server runs, and each is small: at batch 1 the layers' own work is ~16 ms
 while returning to Python between ~300 kernel calls cost ~5 ms more. This is the CPU's counterpart of
 replaying a captured CUDA graph: the same kernels, in the same order, with the per-layer addresses gathered
-once at load time. Steps with prompt tokens still go layer by layer (their attention needs causal masks)."""
+once at load time. A short prompt runs here as decode tokens too (KernelSet.prompt_rows_as_decode), one query
+per token over its context so far; a step with a longer prompt chunk goes layer by layer."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -10,18 +10,18 @@
  * kernel it started: served, both engine threads sat half idle. Here the team is formed once a step and meets
  * at barriers of its own, which spin (yielding the core after a while, so a preempted teammate can run).
  *
- * Per layer, phases separated by a barrier: q|k|v panels; per (sequence, KV head): rotary of its token's heads,
- * its k and v into the cache, then its attention; o panels; gate|up panels; SiLU * up rows; down panels. Panels,
- * attention items and SiLU rows are claimed from counters, so a thread the OS preempts (the gateway and Ray share
- * these cores) holds up only the item it has. The two RMSNorms need no phase of their own: every thread
- * normalises all rows into a buffer of its own before the matmul that reads them (tokens x hidden, a few
- * microseconds), so a layer meets at six barriers instead of eight, and the values are the same whichever
- * thread computes them.
+ * Per layer, phases separated by a barrier: q|k|v panels; per (token, KV head): rotary of its heads, its k and v
+ * into the cache, then its attention (a phase of its own when a sequence has several tokens); o panels; gate|up
+ * panels; SiLU * up rows; down panels. Panels, attention items and SiLU rows are claimed from counters, so a
+ * thread the OS preempts (the gateway and Ray share these cores) holds up only the item it has. The two RMSNorms
+ * need no phase of their own: every thread normalises all rows into a buffer of its own before the matmul that
+ * reads them (tokens x hidden, a few microseconds), so a layer meets at six barriers instead of eight, and the
+ * values are the same whichever thread computes them.
  *
  * x [T, hidden] is read and overwritten with the stack's output. layers: per layer 10 addresses (input norm,
  * post-attention norm, then q and dm of qkv, o, gate_up, down) and bits: per layer 4 (qkv, o, gate_up, down).
- * Caches [L, KVH, num_blocks, block_size, D]; one token per sequence (slots, block_tables, context_lens by
- * token). scratch: T * (hidden + qkv + q_size + 3 * inter) floats. */
+ * Caches [L, KVH, num_blocks, block_size, D]; slots, block_tables and context_lens by token (a sequence's several
+ * tokens adjacent, in order). scratch: T * (hidden + qkv + q_size + 3 * inter) floats. */
 #include <omp.h>
 #include <sched.h>
 #include <stdint.h>
@@ -67,7 +67,21 @@ static void team_wait(team_barrier *b, int threads, int *mine) {
     }
 }
 
-#define PHASES 6 /* claim counters per layer: q|k|v, attention items, o, gate|up, SiLU rows, down */
+#define PHASES 7 /* claim counters per layer: q|k|v, rotary and attention items, o, gate|up, SiLU rows, down,
+                    * and the attention items again when they run in a phase of their own */
+
+/* Whether some sequence has several tokens in this step (a prompt run as decode tokens, or a last token and its
+ * drafts): then every token's K and V must be in the cache before any of them attends, or token t may read its
+ * predecessor's slot before the thread writing it has. Such a sequence's tokens are adjacent, each seeing one
+ * more token than the last, with the same block table. Different sequences can look alike (a shared prefix
+ * block): they only cost the extra barrier. */
+static int shares_sequences(int64_t tokens, const int64_t *block_tables, int64_t max_blocks,
+                            const int64_t *context_lens) {
+    for (int64_t t = 1; t < tokens; t++)
+        if (context_lens[t] == context_lens[t - 1] + 1 && block_tables[t * max_blocks] == block_tables[(t - 1) * max_blocks])
+            return 1;
+    return 0;
+}
 
 void tg_decoder_stack(float *x, int64_t tokens, int64_t num_layers, const int64_t *layers, const int64_t *bits,
                       int64_t hidden, int64_t inter, int64_t heads, int64_t kv_heads, int64_t head_dim, float eps,
@@ -81,6 +95,7 @@ void tg_decoder_stack(float *x, int64_t tokens, int64_t num_layers, const int64_
     float *gate_up = attn + tokens * q_size, *act = gate_up + tokens * 2 * inter;
     int64_t max_len = 1, widest = hidden > inter ? hidden : inter;
     for (int64_t t = 0; t < tokens; t++) max_len = context_lens[t] > max_len ? context_lens[t] : max_len;
+    const int apart = shares_sequences(tokens, block_tables, max_blocks, context_lens);
     widest = widest > q_size ? widest : q_size;
     int64_t *counters = (int64_t *)calloc((size_t)(num_layers * PHASES), sizeof(int64_t));
     team_barrier barrier = {0, 0};
@@ -111,11 +126,22 @@ void tg_decoder_stack(float *x, int64_t tokens, int64_t num_layers, const int64_
                 const int64_t dst = (kh * cache_slots + slots[t]) * head_dim;
                 memcpy(kc + dst, k, sizeof(float) * head_dim);
                 memcpy(vc + dst, v, sizeof(float) * head_dim);
-                tg_attend_item(qs, kc + kh * cache_slots * head_dim, vc + kh * cache_slots * head_dim,
-                               block_tables + t * max_blocks, context_lens[t], group, head_dim, block_size, scale,
-                               scores, attn + (t * heads + kh * group) * head_dim);
+                if (!apart)
+                    tg_attend_item(qs, kc + kh * cache_slots * head_dim, vc + kh * cache_slots * head_dim,
+                                   block_tables + t * max_blocks, context_lens[t], group, head_dim, block_size,
+                                   scale, scores, attn + (t * heads + kh * group) * head_dim);
             }
             team_wait(&barrier, threads, &sense);
+            if (apart) {
+                for (int64_t i = __atomic_fetch_add(&next[6], 1, __ATOMIC_RELAXED); i < items;
+                     i = __atomic_fetch_add(&next[6], 1, __ATOMIC_RELAXED)) {
+                    const int64_t t = i / kv_heads, kh = i % kv_heads;
+                    tg_attend_item(qkv + t * qkv_w + kh * group * head_dim, kc + kh * cache_slots * head_dim,
+                                   vc + kh * cache_slots * head_dim, block_tables + t * max_blocks, context_lens[t],
+                                   group, head_dim, block_size, scale, scores, attn + (t * heads + kh * group) * head_dim);
+                }
+                team_wait(&barrier, threads, &sense);
+            }
             tg_linear_share(attn, tokens, q_size, (const uint8_t *)p[4], (const float *)p[5], hidden, b[1], mid, x,
                             &next[2], mine);
             team_wait(&barrier, threads, &sense);

@@ -147,3 +147,44 @@ def test_copy_blocks_copies_k_and_v_of_every_layer(model_runner):
     assert torch.equal(model_runner.k_cache[:, :, src], keep)
     with pytest.raises(ValueError, match="out of range"):
         model_runner.copy_blocks([(0, model_runner.num_kv_blocks)])
+
+
+def test_short_prompts_run_as_decode_tokens_with_the_chunked_paths_logits(model_runner, monkeypatch):
+    """A prompt chunk of up to prompt_rows_as_decode tokens runs as decode tokens, one query each over the paged
+    context (on the CPU set the whole step is one decoder-stack call); its logits are the chunked causal path's.
+    A longer chunk keeps the chunked path."""
+    kernels = model_runner.kernels
+    if not kernels.prompt_rows_as_decode:
+        pytest.skip(f"the {kernels.name} kernel set runs every prompt chunk as a chunk")
+
+    def run(label: str, cached: int) -> tuple:
+        seqs = [_seq(model_runner, q, name=f"rows-{label}-{i}") for i, q in enumerate(QUESTIONS)]
+        # The first prompt's head computed earlier: its chunk attends over cached keys as well as its own.
+        _step(model_runner, [(seqs[0], cached)])
+        batch, logits = model_runner.forward([ScheduledSequence(s, s.num_tokens - s.num_computed_tokens)
+                                              for s in seqs])
+        return batch.meta, logits
+
+    rows_meta, as_rows = run("decode", 11)
+    assert rows_meta.num_decode == rows_meta.slot_mapping.numel() and not rows_meta.prefills
+    model = model_runner.model
+    if model.decoder_stack is not None:  # the stack (every token's K and V written before any attends) = layers
+        stack, model.decoder_stack = model.decoder_stack, None
+        try:
+            _, layer_by_layer = run("layers", 11)
+        finally:
+            model.decoder_stack = stack
+        assert torch.allclose(as_rows, layer_by_layer, atol=1e-5, rtol=0)
+    monkeypatch.setattr(kernels, "prompt_rows_as_decode", 0)
+    chunk_meta, as_chunks = run("chunked", 11)
+    assert chunk_meta.num_decode == 0 and len(chunk_meta.prefills) == len(QUESTIONS)
+    assert torch.allclose(as_rows, as_chunks, atol=1e-4, rtol=0)
+    assert torch.equal(as_rows.argmax(dim=1), as_chunks.argmax(dim=1))
+    monkeypatch.setattr(kernels, "prompt_rows_as_decode", 8)  # only the first prompt's rest is that short
+    mixed_meta, mixed = run("mixed", _prompt_len(model_runner, QUESTIONS[0]) - 8)
+    assert len(mixed_meta.prefills) == len(QUESTIONS) - 1 and mixed_meta.num_decode == 8
+    assert torch.allclose(mixed, as_chunks, atol=1e-4, rtol=0)
+
+
+def _prompt_len(runner, question: str) -> int:
+    return len(runner.tokenizer.apply_chat_template([{"role": "user", "content": question}]))

@@ -15,6 +15,9 @@ class KernelSet(Protocol):
     device: torch.device
     reads_blocks: bool  # linears multiply by weights in blocks (GGUF, int8, int4) rather than dense ones
     supports_cuda_graphs: bool  # its decode step may be captured and replayed
+    # Prompt chunks of at most this many tokens run as decode tokens (one query each over the paged context, as a
+    # draft being verified does) where this set attends those faster than a chunk's causal attention; 0: never.
+    prompt_rows_as_decode: int
 
     def prepare(self, meta: AttentionMetadata, k_cache: torch.Tensor) -> None:
         """Once a step, before the layers: check indices unless the runner did, derive per-step tensors."""

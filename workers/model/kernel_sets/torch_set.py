@@ -17,6 +17,7 @@ class TorchKernels:
     name = "torch"
     reads_blocks = False  # quantized weights run dense (dequantized once at load)
     supports_cuda_graphs = False  # index_copy_ cannot skip a padded batch's slots
+    prompt_rows_as_decode = 0  # its decode attention gathers and pads every context: SDPA is the faster prefill
 
     def __init__(self, device: torch.device | str = "cpu") -> None:
         self.device = torch.device(device)

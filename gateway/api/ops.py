@@ -54,7 +54,9 @@ async def healthz() -> dict:
 
 @router.get("/readyz")
 async def readyz(services: ServicesDep) -> JSONResponse:
-    """Ready when a version can serve, the gateway accepts work, and usage can be recorded somewhere.
+    """Ready when a version can serve, the gateway accepts work, usage can be recorded somewhere, and no start-up
+    warm-up is still running (the semantic cache's verifier: most of a core for ~15-20 s, which a small pool's
+    first traffic would share).
 
     The database is reported, not required: through an outage known keys still authenticate (grace period)
     and usage rows spool to disk, so taking every replica out of a load balancer would turn a database
@@ -62,7 +64,8 @@ async def readyz(services: ServicesDep) -> JSONResponse:
     database = await asyncio.to_thread(_database_ok, services)
     versions = await services.backend.health()
     checks = {"accepting": services.drain.accepting, "backend": any(versions.values()),
-              "usage_recording": database or services.ledger.has_room()}
+              "usage_recording": database or services.ledger.has_room(),
+              "warm": services.cache is None or not services.cache.warming}
     ready = all(checks.values())
     checks["database"] = database
     return JSONResponse({"status": ("ready" if database else "degraded") if ready else "not_ready",

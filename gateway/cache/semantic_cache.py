@@ -328,10 +328,15 @@ class SemanticCache:
         self.verifier.load()
 
     def start_warming(self) -> threading.Thread:
-        """warm() in a daemon thread (the gateway's start-up does not wait for it)."""
+        """warm() in a daemon thread: start-up goes on (the pool loads meanwhile); readiness waits for `warming`."""
         self._warming = threading.Thread(target=self._warm_logged, name="cache-warm", daemon=True)
         self._warming.start()
         return self._warming
+
+    @property
+    def warming(self) -> bool:
+        """warm() still running in its thread (a failed one has ended: the first lookups load what it missed)."""
+        return self._warming is not None and self._warming.is_alive()
 
     def _warm_logged(self) -> None:
         started = time.perf_counter()

@@ -199,9 +199,15 @@ class Services:
         await self.ledger.start()
         if self.prefixes is not None:
             await self.prefixes.start()
+        # The embedder, the cache and its verifier's warm-up load while the pool starts (its replicas load and warm
+        # up in processes of their own): behind the pool, the warm-up took most of a core for the first ~20 s of
+        # traffic, and a 2-core pool's decode steps ran at half speed meanwhile (docs/serving.md, stop 48).
+        cache = asyncio.create_task(self._start_cache())
         try:
             await self.backend.start()
         except BaseException:
+            cache.cancel()
+            await asyncio.gather(cache, return_exceptions=True)
             await self._unwind()
             raise
         try:
@@ -209,7 +215,7 @@ class Services:
                 await self.upstreams.load_all()  # operators' live changes over the catalogue's upstreams
             if self.alerts is not None:
                 await self.alerts.seal_secrets()  # webhook secrets still in plaintext from before 0017
-            await self._start_cache()
+            await cache
         except BaseException:
             try:
                 await self.backend.stop()

@@ -1,6 +1,8 @@
 """Completions, embeddings, models and the ops endpoints against the real app."""
 from __future__ import annotations
 
+import threading
+
 import httpx
 import pytest
 from openai import OpenAI
@@ -60,7 +62,26 @@ def test_ops_endpoints(real_gateway):
     ready = httpx.get(f"{server.url}/readyz")
     assert ready.status_code == 200 and ready.json()["versions"] == {FP32: True}
     assert ready.json()["status"] == "ready" and ready.json()["checks"]["database"] is True
+    assert ready.json()["checks"]["warm"] is True
     assert httpx.get(f"{server.url}/health").status_code == 200  # what load tools (guidellm) probe
     assert httpx.get(f"{server.url}/metrics").status_code == 401
     metrics = httpx.get(f"{server.url}/metrics", headers=METRICS).text
     assert "tollgate_requests_total" in metrics and "tollgate_time_to_first_token_seconds" in metrics
+
+
+def test_not_ready_while_the_cache_verifier_warms(real_gateway, monkeypatch):
+    """The verifier's warm-up (most of a core for ~15-20 s) runs while the pool starts; traffic waits for it, so a
+    small pool's first requests never share the cores with it."""
+    server, _ = real_gateway
+    cache = server.server.config.app.state.services.cache
+    release = threading.Event()
+    monkeypatch.setattr(cache, "warm", lambda: release.wait(30))
+    warming = cache.start_warming()
+    try:
+        ready = httpx.get(f"{server.url}/readyz")
+        assert ready.status_code == 503 and ready.json()["checks"]["warm"] is False
+        assert httpx.get(f"{server.url}/health").status_code == 503
+    finally:
+        release.set()
+        warming.join(10)
+    assert httpx.get(f"{server.url}/readyz").json()["checks"]["warm"] is True

@@ -25,8 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from benchmarks.chat_load import TOPICS  # noqa: E402
-from workers import LLM, SamplingParams  # noqa: E402
+from benchmarks.chat_load import TOPICS
+from workers import LLM, SamplingParams
 
 ONE = SamplingParams(max_tokens=1, temperature=0, ignore_eos=True)
 

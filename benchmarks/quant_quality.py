@@ -15,6 +15,8 @@ exactly, run through PyTorch ops. Every other row is measured against it in the 
 The int8, int4 and q8_0 rows re-quantize the float32 weights at load time (EngineConfig.quantization); since the
 file's weights are Q4_1 already, they show the extra error each format adds on top of that, not its error on
 an unquantized checkpoint. Their linears run through the CPU block kernel (the values the Triton matmuls read).
+The int8-activations row keeps the file's blocks and rounds each linear's input to int8 per 32 columns
+(EngineConfig.int8_activations; a CPU with AVX-512 VNNI and VBMI).
 """
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ PROMPTS = [
 VARIANTS = {
     "fp32 (dense, reference)": {"kernels": "torch", "dtype": "float32"},
     "GGUF Q4_1/Q8_0 blocks (shipped)": {"dtype": "float32"},
+    "GGUF blocks, int8 activations": {"dtype": "float32", "int8_activations": True},
     "bf16": {"kernels": "torch", "dtype": "bfloat16"},
     "GGUF Q8_0 (re-quantized)": {"dtype": "float32", "quantization": "q8_0"},
     "int8 W8A16 per channel": {"dtype": "float32", "quantization": "int8"},

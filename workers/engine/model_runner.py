@@ -44,7 +44,7 @@ class ModelRunner:
         self.device = torch.device(config.device)
         # Chosen once: every layer calls this set's ops; nothing tests the device per call.
         self.kernels = select(config.kernels, self.device, config.dtype, blocked_weights=config.block_quant_matmul,
-                              decoder_stack=config.decoder_stack)
+                              decoder_stack=config.decoder_stack, int8_activations=config.int8_activations)
         loaded = load_model(config.model, config.dtype,
                             gguf_weights=self.kernels.reads_blocks and config.quantization is None)
         weights = linear_weights(loaded.model, config.quantization, loaded.gguf_weights)

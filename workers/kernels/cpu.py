@@ -33,6 +33,7 @@ _SIGNATURES = {
 }
 
 PANEL, GROUP = 16, 32  # the block-quantized weight layout of cpu_qlinear.c
+I8_ACT = 256  # or'ed into a linear's bits: its input quantized to int8 (cpu_qlinear.c)
 
 
 def _check(t: torch.Tensor, name: str, *, dtype: torch.dtype = torch.float32, dim: int | None = None) -> None:
@@ -55,8 +56,11 @@ class CpuKernels:
         for name, argtypes in _SIGNATURES.items():
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = argtypes, None
+        lib.tg_int8_activations.argtypes, lib.tg_int8_activations.restype = [], ctypes.c_int64
         self._lib = lib
         self.validate = validate
+        # Built with AVX-512 VNNI and VBMI: a block-quantized linear may take its input as int8.
+        self.int8_activations = bool(lib.tg_int8_activations())
 
     def decoder_stack_fn(self):
         """The raw whole-stack decode kernel; workers.kernels.cpu_decoder.DecoderStack wraps and checks it."""
@@ -102,9 +106,10 @@ class CpuKernels:
                                      kv_heads, head_dim, cache_slots)
 
     def block_quant_linear(self, x: torch.Tensor, q: torch.Tensor, dm: torch.Tensor, bits: int,
-                           residual: torch.Tensor | None = None) -> torch.Tensor:
+                           residual: torch.Tensor | None = None, *, int8_activations: bool = False) -> torch.Tensor:
         """x [M, K] @ W.T (+ residual [M, N]) for W packed by workers.model.block_quant:
-        q [N / 16, K, 8] uint8 (4 bits) or [N / 16, K, 16] int8 (8 bits); dm [N / 16, K / 32, 2, 16] float32."""
+        q [N / 16, K, 8] uint8 (4 bits) or [N / 16, K, 16] int8 (8 bits); dm [N / 16, K / 32, 2, 16] float32.
+        `int8_activations` (where self.int8_activations): x rounded to int8 per row and 32 columns first."""
         x = x.contiguous()
         if residual is not None:
             residual = residual.contiguous()
@@ -112,8 +117,11 @@ class CpuKernels:
         if self.validate:
             _check_block_quant(x, q, dm, bits, residual)
         out = torch.empty((rows, out_features), dtype=torch.float32)
+        if int8_activations and self.validate and not self.int8_activations:
+            raise ValueError("int8 activations need the kernels built with AVX-512 VNNI and VBMI")
         self._lib.tg_block_quant_linear(x.data_ptr(), rows, in_features, q.data_ptr(), dm.data_ptr(), out_features,
-                                        bits, out.data_ptr(), None if residual is None else residual.data_ptr())
+                                        bits | (I8_ACT if int8_activations else 0), out.data_ptr(),
+                                        None if residual is None else residual.data_ptr())
         return out
 
     def paged_decode_attention(self, q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,

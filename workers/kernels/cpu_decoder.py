@@ -12,7 +12,7 @@ from typing import Protocol
 
 import torch
 
-from workers.kernels.cpu import CpuKernels
+from workers.kernels.cpu import I8_ACT, CpuKernels
 
 
 class DecodeMetadata(Protocol):
@@ -63,7 +63,9 @@ class DecoderStack:
             addresses += [layer.input_norm.data_ptr(), layer.post_norm.data_ptr()]
             for linear in linears:
                 addresses += [linear.q.data_ptr(), linear.dm.data_ptr()]
-            bits += [linear.bits for linear in linears]
+            # A linear taking int8 input says so in its bits (cpu_qlinear.c reads the flag in the stack too).
+            bits += [linear.bits | (I8_ACT if getattr(linear, "int8_activations", False) else 0)
+                     for linear in linears]
         self._layers = layers  # keeps every tensor whose address the table holds alive
         self._addresses = torch.tensor(addresses, dtype=torch.int64)
         self._bits = torch.tensor(bits, dtype=torch.int64)

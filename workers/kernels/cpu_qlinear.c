@@ -332,6 +332,159 @@ static const tile_fn TILES16[WIDE_ROWS + 1][2] = {
  * up at most the chunk it has: every other chunk goes to whichever thread is running. */
 static inline int64_t claim(int64_t *next) { return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED); }
 
+/* ---- int8 activations (opt-in: EngineConfig.int8_activations) ------------------------------------------------
+ * With AVX-512 VNNI and VBMI, `bits | I8_ACT` asks for x quantized per row and 32-column group to int8 (as
+ * llama.cpp's Q8_0 activations: xq = round(x / dx), dx = max |x| / 127) and multiplied by the weights' integer q
+ * with vpdpbusd, 64 multiply-adds an instruction against 16 for a float32 FMA:
+ *   sum_k x[k] (d q[k] + m) ~ d dx sum_k q[k] xq[k] + m sum_k x[k]
+ * where sum_k x[k] is the exact float sum (the same xsum the gemv kernels take). Only x's rounding differs from
+ * the float32 path (a relative error of about 1 / 254 per value). A Q8 weight's signed q goes in as q + 128
+ * (its sign bit flipped, an unsigned byte) and 128 sum_k xq[k] comes off the integer sum. A row's result does not
+ * depend on which rows share the call, or on the thread computing it. */
+#define I8_ACT 256
+#if defined(__AVX512F__) && defined(__AVX512VNNI__) && defined(__AVX512VBMI__) && defined(__AVX512BW__)
+#define TG_INT8 1
+#define I8_ROWS 8 /* rows a tile holds: 8 int32 sums + 8 float outputs in registers */
+
+/* x rows [M, K] -> xq (int8, row-major), per row and group: dx (the scale), xs (sum of x), sq (sum of xq). */
+static void i8_quantize(const float *x, int64_t M, int64_t K, int8_t *xq, float *dx, float *xs, int32_t *sq) {
+    const int64_t groups = K / GROUP;
+    for (int64_t r = 0; r < M; r++)
+        for (int64_t g = 0; g < groups; g++) {
+            const float *xr = x + r * K + g * GROUP;
+            const __m512 a = _mm512_loadu_ps(xr), b = _mm512_loadu_ps(xr + 16);
+            const float mx = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
+            const float d = mx / 127.0f, id = mx > 0.0f ? 127.0f / mx : 0.0f;
+            float sum = 0.0f;
+            for (int k = 0; k < GROUP; k++) sum += xr[k];
+            const __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, _mm512_set1_ps(id)));
+            const __m512i qb = _mm512_cvtps_epi32(_mm512_mul_ps(b, _mm512_set1_ps(id)));
+            _mm_storeu_si128((__m128i *)(xq + r * K + g * GROUP), _mm512_cvtsepi32_epi8(qa));
+            _mm_storeu_si128((__m128i *)(xq + r * K + g * GROUP + 16), _mm512_cvtsepi32_epi8(qb));
+            dx[r * groups + g] = d;
+            xs[r * groups + g] = sum;
+            sq[r * groups + g] = _mm512_reduce_add_epi32(_mm512_add_epi32(qa, qb));
+        }
+}
+
+/* Four k of a panel's 16 rows as vpdpbusd's unsigned operand: lane j holds row j's bytes for k0..k0+3. 4 bits: the
+ * 32 bytes of 4 k (row j's nibble in byte j % 8, low for j < 8) split into low and high nibbles, then gathered by
+ * one byte permutation; 8 bits: the 64 bytes of 4 k (row j at byte j) gathered, sign bits flipped. */
+static inline __m512i i8_weights(const uint8_t *qk, int bits) {
+    if (bits == 4) {
+        const __m512i idx = _mm512_set_epi8(
+            63, 55, 47, 39, 62, 54, 46, 38, 61, 53, 45, 37, 60, 52, 44, 36,
+            59, 51, 43, 35, 58, 50, 42, 34, 57, 49, 41, 33, 56, 48, 40, 32,
+            31, 23, 15, 7, 30, 22, 14, 6, 29, 21, 13, 5, 28, 20, 12, 4,
+            27, 19, 11, 3, 26, 18, 10, 2, 25, 17, 9, 1, 24, 16, 8, 0);
+        const __m256i b = _mm256_loadu_si256((const __m256i *)qk), lo4 = _mm256_set1_epi8(15);
+        const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(b, lo4)),
+                                                _mm256_and_si256(_mm256_srli_epi16(b, 4), lo4), 1);
+        return _mm512_permutexvar_epi8(idx, both);
+    }
+    const __m512i idx = _mm512_set_epi8(
+        63, 47, 31, 15, 62, 46, 30, 14, 61, 45, 29, 13, 60, 44, 28, 12,
+        59, 43, 27, 11, 58, 42, 26, 10, 57, 41, 25, 9, 56, 40, 24, 8,
+        55, 39, 23, 7, 54, 38, 22, 6, 53, 37, 21, 5, 52, 36, 20, 4,
+        51, 35, 19, 3, 50, 34, 18, 2, 49, 33, 17, 1, 48, 32, 16, 0);
+    const __m512i w = _mm512_xor_si512(_mm512_loadu_si512((const void *)qk), _mm512_set1_epi8((char)0x80));
+    return _mm512_permutexvar_epi8(idx, w);
+}
+
+/* R rows of quantized x against one panel: out[r, 0:16] = sum over groups (+ res[r, 0:16]). */
+#define I8TILE(R, B)                                                                                      \
+    static void i8tile_##R##_##B(const int8_t *xq, int64_t K, const float *dx, const float *xs,          \
+                                 const int32_t *sq, const uint8_t *qp, const float *dmp, float *out,      \
+                                 int64_t N, const float *res) {                                           \
+        const int bits = B;                                                                               \
+        const int64_t groups = K / GROUP, row_bytes = bits == 4 ? 8 : 16;                                 \
+        __m512 o[R];                                                                                      \
+        for (int r = 0; r < R; r++) o[r] = _mm512_setzero_ps();                                           \
+        for (int64_t g = 0; g < groups; g++) {                                                            \
+            __m512i a[R];                                                                                 \
+            for (int r = 0; r < R; r++) a[r] = _mm512_setzero_si512();                                    \
+            for (int64_t k = g * GROUP; k < (g + 1) * GROUP; k += 4) {                                    \
+                const __m512i w = i8_weights(qp + k * row_bytes, bits);                                   \
+                for (int r = 0; r < R; r++) {                                                             \
+                    int32_t quad;                                                                         \
+                    memcpy(&quad, xq + r * K + k, sizeof quad);                                           \
+                    a[r] = _mm512_dpbusd_epi32(a[r], w, _mm512_set1_epi32(quad));                         \
+                }                                                                                         \
+            }                                                                                             \
+            const __m512 d = _mm512_loadu_ps(dmp + g * 2 * PANEL), m = _mm512_loadu_ps(dmp + g * 2 * PANEL + 16); \
+            for (int r = 0; r < R; r++) {                                                                 \
+                if (bits == 8) a[r] = _mm512_sub_epi32(a[r], _mm512_set1_epi32(128 * sq[r * groups + g]));  \
+                o[r] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(dx[r * groups + g])),             \
+                                       _mm512_cvtepi32_ps(a[r]), o[r]);                                   \
+                o[r] = _mm512_fmadd_ps(m, _mm512_set1_ps(xs[r * groups + g]), o[r]);                      \
+            }                                                                                             \
+        }                                                                                                 \
+        for (int r = 0; r < R; r++) {                                                                     \
+            if (res) o[r] = _mm512_add_ps(o[r], _mm512_loadu_ps(res + r * N));                            \
+            _mm512_storeu_ps(out + r * N, o[r]);                                                          \
+        }                                                                                                 \
+    }
+#define I8TILE_BITS(R) I8TILE(R, 4) I8TILE(R, 8)
+I8TILE_BITS(1) I8TILE_BITS(2) I8TILE_BITS(3) I8TILE_BITS(4)
+I8TILE_BITS(5) I8TILE_BITS(6) I8TILE_BITS(7) I8TILE_BITS(8)
+
+typedef void (*i8tile_fn)(const int8_t *, int64_t, const float *, const float *, const int32_t *, const uint8_t *,
+                          const float *, float *, int64_t, const float *);
+static const i8tile_fn I8TILES[I8_ROWS + 1][2] = {
+    {NULL, NULL}, {i8tile_1_4, i8tile_1_8}, {i8tile_2_4, i8tile_2_8}, {i8tile_3_4, i8tile_3_8},
+    {i8tile_4_4, i8tile_4_8}, {i8tile_5_4, i8tile_5_8}, {i8tile_6_4, i8tile_6_8}, {i8tile_7_4, i8tile_7_8},
+    {i8tile_8_4, i8tile_8_8}};
+
+/* Floats of scratch the int8 path needs at M rows of K: xq (M K bytes), then dx, xs and sq (M K / 32 each). */
+static int64_t i8_scratch(int64_t M, int64_t K) { return M * K / 4 + 3 * M * (K / GROUP) + 16; }
+
+/* One thread's share (see tg_linear_share). Up to I8_CHUNK_ROWS rows every thread quantizes all of x (a few
+ * microseconds) and claims panels; beyond, a thread claims I8_ROWS rows at a time, quantizes them alone and runs
+ * them against every panel (a prefill: x is megabytes, the packed weights stream past from cache). */
+#define I8_CHUNK_ROWS 64
+static void i8_share(const float *x, int64_t M, int64_t K, const uint8_t *q, const float *dm, int64_t N, int bits,
+                     float *out, const float *res, int64_t *next, float *scratch) {
+    const int64_t panels = N / PANEL, panel_bytes = K * (bits == 4 ? 8 : 16), panel_dm = (K / GROUP) * 2 * PANEL;
+    const int64_t groups = K / GROUP, b8 = bits == 8;
+    if (M > I8_CHUNK_ROWS) {
+        const int64_t tiles = (M + I8_ROWS - 1) / I8_ROWS;
+        for (int64_t t = claim(next); t < tiles; t = claim(next)) {
+            const int64_t r0 = t * I8_ROWS, rows = M - r0 < I8_ROWS ? M - r0 : I8_ROWS;
+            int8_t *xq = (int8_t *)scratch;
+            float *dx = scratch + rows * K / 4, *xs = dx + rows * groups;
+            int32_t *sq = (int32_t *)(xs + rows * groups);
+            i8_quantize(x + r0 * K, rows, K, xq, dx, xs, sq);
+            for (int64_t p = 0; p < panels; p++)
+                I8TILES[rows][b8](xq, K, dx, xs, sq, q + p * panel_bytes, dm + p * panel_dm, out + r0 * N + p * PANEL,
+                                  N, res ? res + r0 * N + p * PANEL : NULL);
+        }
+        return;
+    }
+    int8_t *xq = (int8_t *)scratch;
+    float *dx = scratch + M * K / 4, *xs = dx + M * groups;
+    int32_t *sq = (int32_t *)(xs + M * groups);
+    i8_quantize(x, M, K, xq, dx, xs, sq);
+    const int64_t chunks = (panels + 1) / 2;
+    for (int64_t c = claim(next); c < chunks; c = claim(next))
+        for (int64_t p = 2 * c; p < 2 * c + 2 && p < panels; p++)
+            for (int64_t r0 = 0; r0 < M; r0 += I8_ROWS) {
+                const int64_t rows = M - r0 < I8_ROWS ? M - r0 : I8_ROWS;
+                I8TILES[rows][b8](xq + r0 * K, K, dx + r0 * groups, xs + r0 * groups, sq + r0 * groups,
+                                  q + p * panel_bytes, dm + p * panel_dm, out + r0 * N + p * PANEL, N,
+                                  res ? res + r0 * N + p * PANEL : NULL);
+            }
+}
+#endif
+
+/* Whether `bits | I8_ACT` runs int8 activations here (else it runs the float32 path). */
+int64_t tg_int8_activations(void) {
+#ifdef TG_INT8
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 /* Floats of scratch one thread needs for tg_linear_share at M rows and K columns. */
 int64_t tg_linear_scratch(int64_t M, int64_t K) {
 #ifdef __AVX512F__
@@ -340,7 +493,12 @@ int64_t tg_linear_scratch(int64_t M, int64_t K) {
     const int64_t many = M * K;
 #endif
     const int64_t small = M * (K / GROUP), panel = K * PANEL + 16;
-    return small > many ? (small > panel ? small : panel) : (many > panel ? many : panel);
+    int64_t most = small > many ? (small > panel ? small : panel) : (many > panel ? many : panel);
+#ifdef TG_INT8
+    const int64_t i8 = i8_scratch(M > I8_CHUNK_ROWS ? I8_ROWS : M, K);
+    most = i8 > most ? i8 : most;
+#endif
+    return most;
 }
 
 /* One thread's share of out = x @ W.T (+ res): chunks of panels claimed from *next (zero before the first thread
@@ -352,9 +510,16 @@ int64_t tg_linear_scratch(int64_t M, int64_t K) {
  *  - more rows, AVX2 only: each panel expanded into the thread's buffer and run against tiles of six rows. */
 void tg_linear_share(const float *x, int64_t M, int64_t K, const uint8_t *q, const float *dm, int64_t N, int64_t bits,
                      float *out, const float *res, int64_t *next, float *scratch) {
+    if (M < 1) return;  /* a step whose rows need no logits calls the head with none */
+#ifdef TG_INT8
+    if (bits & I8_ACT) {
+        i8_share(x, M, K, q, dm, N, (int)(bits & ~I8_ACT), out, res, next, scratch);
+        return;
+    }
+#endif
+    bits &= ~I8_ACT;
     const int64_t panels = N / PANEL, panel_bytes = K * (bits == 4 ? 8 : 16), panel_dm = (K / GROUP) * 2 * PANEL;
     const int b8 = bits == 8;
-    if (M < 1) return;  /* a step whose rows need no logits calls the head with none */
     if (M <= SMALL_M) {
         float *xsum = scratch;
         for (int64_t i = 0; i < M * (K / GROUP); i++) {
@@ -494,7 +659,9 @@ void tg_block_quant_linear(const float *x, int64_t M, int64_t K, const uint8_t *
     if (M < 1) return;
 #ifdef __AVX512F__
     /* Out of memory for the shared copy (or every thread's buffer): the tiles below need none of it. */
-    if ((M + WIDE_ROWS - 1) / WIDE_ROWS >= TILE_CHUNK_TILES && linear_many(x, M, K, q, dm, N, bits, out, res)) return;
+    if (!(bits & I8_ACT) && (M + WIDE_ROWS - 1) / WIDE_ROWS >= TILE_CHUNK_TILES &&
+        linear_many(x, M, K, q, dm, N, bits, out, res))
+        return;
 #endif
 #pragma omp parallel
     {

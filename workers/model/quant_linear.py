@@ -10,11 +10,12 @@ from workers.model.block_quant import PackedWeight
 
 
 class BlockQuantLinear(nn.Module):
-    def __init__(self, weight: PackedWeight, kernels: CpuKernels) -> None:
+    def __init__(self, weight: PackedWeight, kernels: CpuKernels, *, int8_activations: bool = False) -> None:
         super().__init__()
         self.in_features = weight.in_features
         self.out_features = weight.out_features
         self.bits = weight.bits
+        self.int8_activations = int8_activations  # x rounded to int8 per 32 columns (workers/kernels/cpu_qlinear.c)
         self.register_buffer("q", weight.q, persistent=False)
         self.register_buffer("dm", weight.dm, persistent=False)
         kernels.block_quant_linear(torch.zeros(1, self.in_features), weight.q, weight.dm, weight.bits)  # checks layout
@@ -23,7 +24,9 @@ class BlockQuantLinear(nn.Module):
         self.ops = kernels.unchecked()
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
-        return self.ops.block_quant_linear(x, self.q, self.dm, self.bits, residual)
+        return self.ops.block_quant_linear(x, self.q, self.dm, self.bits, residual,
+                                           int8_activations=self.int8_activations)
 
     def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, bits={self.bits}"
+        return (f"in_features={self.in_features}, out_features={self.out_features}, bits={self.bits}"
+                + (", int8 activations" if self.int8_activations else ""))

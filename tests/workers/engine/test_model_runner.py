@@ -188,3 +188,31 @@ def test_short_prompts_run_as_decode_tokens_with_the_chunked_paths_logits(model_
 
 def _prompt_len(runner, question: str) -> int:
     return len(runner.tokenizer.apply_chat_template([{"role": "user", "content": question}]))
+
+
+def test_int8_activations_run_the_same_in_the_stack_and_layer_by_layer(model_runner):
+    """EngineConfig.int8_activations marks every block-quantized linear; the decoder stack reads the mark from their
+    bits, so prompt rows run as decode tokens give the layer-by-layer path's logits exactly, near float32's."""
+    model, kernels = model_runner.model, model_runner.kernels
+    ops = getattr(kernels, "_kernels", None)
+    if model.decoder_stack is None or ops is None or not ops.int8_activations:
+        pytest.skip("needs the decoder stack and AVX-512 VNNI")
+    linears = [m for m in model.modules() if hasattr(m, "int8_activations")]
+    seqs = [_seq(model_runner, q, name=f"int8-{i}") for i, q in enumerate(QUESTIONS)]
+    scheduled = [ScheduledSequence(s, s.num_tokens) for s in seqs]
+    _, exact = model_runner.forward(scheduled)
+    stack = model.decoder_stack
+    try:
+        for m in linears:
+            m.int8_activations = True
+        model.enable_decoder_stack(ops)
+        _, with_stack = model_runner.forward(scheduled)  # rewrites the same KV slots
+        model.decoder_stack = None
+        _, layer_by_layer = model_runner.forward(scheduled)
+    finally:
+        for m in linears:
+            m.int8_activations = False
+        model.decoder_stack = stack
+    assert torch.equal(with_stack, layer_by_layer)
+    # Measured here: at most 2.1 against logits up to 33 (mean 0.4); perplexity 1.006x (benchmarks/quant_quality.py).
+    assert 0 < (with_stack - exact).abs().max() < 0.1 * exact.abs().max()

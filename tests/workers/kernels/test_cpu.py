@@ -202,3 +202,51 @@ def test_block_quant_linear_prefill_rows_match_the_dense_matmul_and_their_tiles_
         assert torch.equal(got[r0:r0 + n], alone), f"tile {t} (rows {r0}..{r0 + n})"
         r0 += n
     assert r0 == rows
+
+
+def _int8_reference(x: torch.Tensor, packed, dense: torch.Tensor) -> torch.Tensor:
+    """w = d q + m per 32-column group: x rounded per row and group to int8 (scale max |x| / 127, round half to
+    even) times d q, plus the exact x times m."""
+    groups = x.view(x.shape[0], -1, 32)
+    amax = groups.abs().amax(dim=2, keepdim=True)
+    inverse = torch.where(amax > 0, 127 / amax, torch.zeros_like(amax))
+    rounded = (torch.round(groups * inverse).clamp(-127, 127) * (amax / 127)).view_as(x).double()
+    m = packed.dm[:, :, 1, :].permute(0, 2, 1).reshape(dense.shape[0], -1).repeat_interleave(32, dim=1).double()
+    return rounded @ (dense.double() - m).t() + x.double() @ m.t()
+
+
+int8_only = pytest.mark.skipif(kernels is None or not kernels.int8_activations,
+                               reason="int8 activations need AVX-512 VNNI and VBMI")
+
+
+@int8_only
+@pytest.mark.parametrize("qtype", ["Q4_0", "Q4_1", "Q8_0"])
+@pytest.mark.parametrize("rows", [1, 3, 8, 9, 16, 70])
+def test_block_quant_linear_int8_activations_match_the_rounded_input_times_the_weight(qtype, rows):
+    """With int8 activations the only rounding is x's, per row and 32 columns: the result is that rounded x times
+    the dense weight (the integer sums are exact), for every row count, the prefill split (70 rows: by rows of 8)
+    included, and it is close to the float32 product."""
+    from gguf import GGMLQuantizationType
+
+    packed, dense = _packed(GGMLQuantizationType[qtype], 16 * 5, 96, rows)
+    x, residual = torch.randn(rows, 96), torch.randn(rows, 16 * 5)
+    got = kernels.block_quant_linear(x, packed.q, packed.dm, packed.bits, residual, int8_activations=True)
+    want = _int8_reference(x, packed, dense) + residual.double()
+    assert torch.allclose(got.double(), want, atol=1e-4, rtol=1e-5)
+    exact = x @ dense.t() + residual
+    assert (got - exact).abs().max() < 0.02 * exact.abs().max()
+
+
+@int8_only
+@pytest.mark.parametrize("qtype", ["Q4_1", "Q8_0"])
+def test_block_quant_linear_int8_rows_do_not_depend_on_the_batch(qtype):
+    """A row's result is the same whatever rows share its call (decode batches, prompts run as decode tokens)."""
+    from gguf import GGMLQuantizationType
+
+    packed, _ = _packed(GGMLQuantizationType[qtype], 16 * 7, 96, 5)
+    x, residual = torch.randn(80, 96), torch.randn(80, 16 * 7)
+    alone = torch.cat([kernels.block_quant_linear(x[i:i + 1], packed.q, packed.dm, packed.bits, residual[i:i + 1],
+                                                  int8_activations=True) for i in range(80)])
+    for m in (2, 9, 17, 65, 80):
+        got = kernels.block_quant_linear(x[:m], packed.q, packed.dm, packed.bits, residual[:m], int8_activations=True)
+        assert torch.equal(got, alone[:m]), m

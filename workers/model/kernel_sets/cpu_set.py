@@ -31,8 +31,10 @@ class CpuKernelSet(TorchKernels):
     name = "cpu"
     prompt_rows_as_decode = PROMPT_ROWS_AS_DECODE
 
-    def __init__(self, kernels: CpuKernels, *, blocked_weights: bool = True, decoder_stack: bool = True) -> None:
+    def __init__(self, kernels: CpuKernels, *, blocked_weights: bool = True, decoder_stack: bool = True,
+                 int8_activations: bool = False) -> None:
         super().__init__("cpu")
+        self.int8_activations = int8_activations  # blocked weights' linears quantize their input to int8
         self.ops = kernels.unchecked()  # layers' inputs are shaped by construction; indices checked once a step
         self._kernels = kernels
         self.blocked_weights = blocked_weights
@@ -40,7 +42,8 @@ class CpuKernelSet(TorchKernels):
         self.decoder_stack = decoder_stack
 
     def describe(self) -> str:
-        return "compiled CPU kernels" + (", blocked weights" if self.blocked_weights else "")
+        return "compiled CPU kernels" + (", blocked weights" if self.blocked_weights else "") + \
+            (", int8 activations" if self.int8_activations else "")
 
     def _prepare_decode(self, meta: AttentionMetadata, k_cache: torch.Tensor) -> None:
         pass  # the decode kernel reads the blocks through the tables: nothing to gather
@@ -69,7 +72,8 @@ class CpuKernelSet(TorchKernels):
             if self.blocked_weights:
                 blocks = weight.blocks()
                 if block_quant.can_pack(blocks):
-                    return BlockQuantLinear(block_quant.pack(blocks), self._kernels)
+                    return BlockQuantLinear(block_quant.pack(blocks), self._kernels,
+                                            int8_activations=self.int8_activations)
             dense = super().linear(weight, dense)  # the weight's exact dequantized values, dense
         return PackedLinear(dense) if can_pack_dense(dense.weight) else dense
 

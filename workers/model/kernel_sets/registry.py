@@ -16,7 +16,8 @@ def _torch(device: torch.device, dtype: str, **_) -> KernelSet:
     return TorchKernels(device)
 
 
-def _cpu(device: torch.device, dtype: str, *, blocked_weights: bool = True, decoder_stack: bool = True) -> KernelSet:
+def _cpu(device: torch.device, dtype: str, *, blocked_weights: bool = True, decoder_stack: bool = True,
+         int8_activations: bool = False) -> KernelSet:
     from workers.kernels import cpu
     from workers.model.kernel_sets.cpu_set import CpuKernelSet
 
@@ -28,7 +29,11 @@ def _cpu(device: torch.device, dtype: str, *, blocked_weights: bool = True, deco
     if kernels is None:  # no C compiler, or switched off: the same model on PyTorch ops
         log.warning("the CPU kernels are unavailable; running PyTorch ops")
         return TorchKernels(device)
-    return CpuKernelSet(kernels, blocked_weights=blocked_weights, decoder_stack=decoder_stack)
+    if int8_activations and not kernels.int8_activations:
+        log.warning("int8 activations need AVX-512 VNNI and VBMI, which this CPU lacks; running float32")
+        int8_activations = False
+    return CpuKernelSet(kernels, blocked_weights=blocked_weights, decoder_stack=decoder_stack,
+                        int8_activations=int8_activations)
 
 
 def _triton(device: torch.device, dtype: str, **_) -> KernelSet:

@@ -111,6 +111,7 @@ static void tg_softmax_rows(float *scores, int64_t rows, int64_t len) {
     for (int64_t g = 0; g < rows; g++) {
         float *sg = scores + g * len;
         float mx = sg[0];
+#pragma omp simd reduction(max : mx)
         for (int64_t t = 1; t < len; t++) mx = sg[t] > mx ? sg[t] : mx;
         float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
@@ -157,7 +158,63 @@ static inline __m512 tg_fold16(const __m512 t[16]) {
                          _mm512_shuffle_f32x4(x0, x1, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
+/* Warm the caches with the `floats` floats at p (one prefetch a 64-byte line): the next block of keys while this
+ * one is scored, and this block's values for the pass after the softmax. A block of the paged cache is a few
+ * KB at an address of its own, so the hardware prefetcher meets every block cold. */
+static inline void tg_prefetch(const float *p, int64_t floats, int near) {
+    for (int64_t i = 0; i < floats; i += 16) {
+        if (near)
+            _mm_prefetch((const char *)(p + i), _MM_HINT_T0);
+        else
+            _mm_prefetch((const char *)(p + i), _MM_HINT_T1);
+    }
+}
+
+/* Scores of one query head against a full run of 16 key rows: the 16 dot products unrolled, so that they are 16
+ * independent FMA chains held in registers and folded there (a partial run takes the loop in TG_ATTN). */
+#define TG_SCORE16(DV)                                                                                    \
+    static inline __m512 tg_score16_##DV(const tg_v16 qv[DV], const float *kb) {                         \
+        const int64_t D = DV * 16;                                                                        \
+        __m512 t[16];                                                                                     \
+        _Pragma("GCC unroll 16") for (int j = 0; j < 16; j++) {                                           \
+            tg_v16 a = (tg_v16){0};                                                                       \
+            for (int c = 0; c < DV; c++) a += qv[c] * tg_ld16(kb + j * D + 16 * c);                       \
+            t[j] = (__m512)a;                                                                             \
+        }                                                                                                 \
+        return tg_fold16(t);                                                                              \
+    }
+
+/* The value pass for GB query heads of a group at once: each value row is loaded once for the GB heads, and their
+ * GB * DV accumulators are independent FMA chains. Every output still sums its keys in order from zero, as a
+ * head alone would. */
+#define TG_VALUES(DV, GB)                                                                                 \
+    static inline void tg_values##DV##_##GB(const float *sg, int64_t len, const float *vbase,             \
+                                            const int64_t *table, int64_t block_size, float *o) {         \
+        const int64_t D = DV * 16;                                                                        \
+        tg_v16 acc[GB][DV];                                                                               \
+        for (int g = 0; g < GB; g++)                                                                      \
+            for (int c = 0; c < DV; c++) acc[g][c] = (tg_v16){0};                                         \
+        for (int64_t t0 = 0; t0 < len; t0 += block_size) {                                                \
+            const int64_t m = len - t0 < block_size ? len - t0 : block_size;                              \
+            const float *vb = vbase + table[t0 / block_size] * block_size * D;                            \
+            for (int64_t j = 0; j < m; j++)                                                               \
+                for (int c = 0; c < DV; c++) {                                                            \
+                    const tg_v16 v = tg_ld16(vb + j * D + 16 * c);                                        \
+                    for (int g = 0; g < GB; g++) acc[g][c] += sg[g * len + t0 + j] * v;                   \
+                }                                                                                         \
+        }                                                                                                 \
+        for (int g = 0; g < GB; g++)                                                                      \
+            for (int c = 0; c < DV; c++) memcpy(o + g * D + 16 * c, &acc[g][c], sizeof acc[g][c]);        \
+    }
+
+/* Heads a value pass takes at once: GB * DV accumulators, DV value vectors and GB broadcasts fit 32 registers. */
+#define TG_VALUE_HEADS(DV) ((DV) <= 6 ? 3 : 2)
+
 #define TG_ATTN(DV)                                                                                       \
+    TG_SCORE16(DV)                                                                                        \
+    TG_VALUES(DV, 1)                                                                                      \
+    TG_VALUES(DV, 2)                                                                                      \
+    TG_VALUES(DV, 3)                                                                                      \
     static void tg_attend_group##DV(const float *qs, int64_t group, const float *kbase, const float *vbase, \
                                     const int64_t *table, int64_t len, int64_t block_size, float scale,   \
                                     float *scores, float *o) {                                            \
@@ -165,36 +222,45 @@ static inline __m512 tg_fold16(const __m512 t[16]) {
         for (int64_t t0 = 0; t0 < len; t0 += block_size) {                                                \
             const int64_t m = len - t0 < block_size ? len - t0 : block_size;                              \
             const float *kb = kbase + table[t0 / block_size] * block_size * D;                            \
+            if (t0 + block_size < len) {                                                                  \
+                const int64_t next = len - t0 - block_size < block_size ? len - t0 - block_size : block_size; \
+                tg_prefetch(kbase + table[t0 / block_size + 1] * block_size * D, next * D, 1);            \
+            }                                                                                             \
+            tg_prefetch(vbase + table[t0 / block_size] * block_size * D, m * D, 0);                       \
             for (int64_t j0 = 0; j0 < m; j0 += 16) {                                                      \
                 const int64_t n = m - j0 < 16 ? m - j0 : 16;                                              \
                 for (int64_t g = 0; g < group; g++) { /* the 16 key rows stay in L1 across the group */   \
                     tg_v16 qv[DV];                                                                        \
                     for (int c = 0; c < DV; c++) qv[c] = tg_ld16(qs + g * D + 16 * c);                    \
-                    __m512 t[16];                                                                         \
-                    for (int j = 0; j < 16; j++) {                                                        \
-                        tg_v16 a = (tg_v16){0};                                                           \
-                        if (j < n)                                                                        \
-                            for (int c = 0; c < DV; c++) a += qv[c] * tg_ld16(kb + (j0 + j) * D + 16 * c);\
-                        t[j] = (__m512)a;                                                                 \
+                    __m512 folded;                                                                        \
+                    if (n == 16) {                                                                        \
+                        folded = tg_score16_##DV(qv, kb + j0 * D);                                        \
+                    } else {                                                                              \
+                        __m512 t[16];                                                                     \
+                        for (int j = 0; j < 16; j++) {                                                    \
+                            tg_v16 a = (tg_v16){0};                                                       \
+                            if (j < n)                                                                    \
+                                for (int c = 0; c < DV; c++) a += qv[c] * tg_ld16(kb + (j0 + j) * D + 16 * c); \
+                            t[j] = (__m512)a;                                                             \
+                        }                                                                                 \
+                        folded = tg_fold16(t);                                                            \
                     }                                                                                     \
                     _mm512_mask_storeu_ps(scores + g * len + t0 + j0, (__mmask16)((1u << n) - 1u),        \
-                                          _mm512_mul_ps(tg_fold16(t), _mm512_set1_ps(scale)));            \
+                                          _mm512_mul_ps(folded, _mm512_set1_ps(scale)));                  \
                 }                                                                                         \
             }                                                                                             \
         }                                                                                                 \
         tg_softmax_rows(scores, group, len);                                                              \
-        memset(o, 0, sizeof(float) * group * D);                                                          \
-        for (int64_t t0 = 0; t0 < len; t0 += block_size) {                                                \
-            const int64_t m = len - t0 < block_size ? len - t0 : block_size;                              \
-            const float *vb = vbase + table[t0 / block_size] * block_size * D;                            \
-            for (int64_t g = 0; g < group; g++) { /* the block's value rows stay in L1 across the group */\
-                const float *sg = scores + g * len + t0;                                                  \
-                tg_v16 acc[DV];                                                                           \
-                for (int c = 0; c < DV; c++) acc[c] = tg_ld16(o + g * D + 16 * c);                        \
-                for (int64_t j = 0; j < m; j++)                                                           \
-                    for (int c = 0; c < DV; c++) acc[c] += sg[j] * tg_ld16(vb + j * D + 16 * c);          \
-                for (int c = 0; c < DV; c++) memcpy(o + g * D + 16 * c, &acc[c], sizeof acc[c]);          \
-            }                                                                                             \
+        for (int64_t g0 = 0; g0 < group;) {                                                               \
+            const int64_t gb = group - g0 < TG_VALUE_HEADS(DV) ? group - g0 : TG_VALUE_HEADS(DV);         \
+            const float *sg = scores + g0 * len;                                                          \
+            if (gb == 3)                                                                                  \
+                tg_values##DV##_3(sg, len, vbase, table, block_size, o + g0 * D);                         \
+            else if (gb == 2)                                                                             \
+                tg_values##DV##_2(sg, len, vbase, table, block_size, o + g0 * D);                         \
+            else                                                                                          \
+                tg_values##DV##_1(sg, len, vbase, table, block_size, o + g0 * D);                         \
+            g0 += gb;                                                                                     \
         }                                                                                                 \
     }
 TG_ATTN(1)

@@ -98,9 +98,12 @@ def _decode_reference(q, k_cache, v_cache, tables, lens):
 
 @pytest.mark.parametrize("head_dim", [12, 8, 16, 48, 64, 128])  # the portable loop (12), AVX2 (8k), AVX-512 (16k)
 @pytest.mark.parametrize("lens", [[1], [5, 16, 17, 40], [33, 2, 64]])
-def test_paged_decode_attention_matches_dense_attention(lens, head_dim):
+# Query heads per KV head 3 (SmolLM), 1, 4 and 8: the value pass takes up to three heads at once, so 4 and 8 leave
+# a remainder; blocks of 8 never fill a run of 16 keys, blocks of 32 hold two.
+@pytest.mark.parametrize("heads,kv_heads,block_size", [(9, 3, 16), (4, 4, 16), (8, 2, 8), (8, 1, 32)])
+def test_paged_decode_attention_matches_dense_attention(lens, head_dim, heads, kv_heads, block_size):
     torch.manual_seed(len(lens))
-    heads, kv_heads, block_size, num_blocks = 9, 3, 16, 12
+    num_blocks = 12 * 16 // block_size
     k_cache = torch.randn(kv_heads, num_blocks, block_size, head_dim)
     v_cache = torch.randn_like(k_cache)
     max_blocks = -(-max(lens) // block_size)

@@ -125,6 +125,21 @@ static void tg_softmax_rows(float *scores, int64_t rows, int64_t len) {
     }
 }
 
+#if defined(__AVX512F__) || defined(__AVX2__)
+/* Warm the caches with the `floats` floats at p (one prefetch a 64-byte line): the next block of keys while this
+ * one is scored, and this block's values for the pass after the softmax. A block of the paged cache is a few
+ * KB at an address of its own, so the hardware prefetcher meets every block cold. */
+static inline void tg_prefetch(const float *p, int64_t floats, int near) {
+    for (int64_t i = 0; i < floats; i += 16) {
+        if (near)
+            _mm_prefetch((const char *)(p + i), _MM_HINT_T0);
+        else
+            _mm_prefetch((const char *)(p + i), _MM_HINT_T1);
+    }
+}
+
+#endif
+
 #ifdef __AVX512F__
 /* AVX-512 path of the decode attention below, for head_dim a multiple of 16 up to 128 (one to eight vectors
  * a row). Per query head of a group: the scores come 16 keys at a time, each key's dot product left as a
@@ -156,18 +171,6 @@ static inline __m512 tg_fold16(const __m512 t[16]) {
                        _mm512_shuffle_f32x4(w[2], w[3], _MM_SHUFFLE(3, 1, 3, 1)));
     return _mm512_add_ps(_mm512_shuffle_f32x4(x0, x1, _MM_SHUFFLE(2, 0, 2, 0)),
                          _mm512_shuffle_f32x4(x0, x1, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-/* Warm the caches with the `floats` floats at p (one prefetch a 64-byte line): the next block of keys while this
- * one is scored, and this block's values for the pass after the softmax. A block of the paged cache is a few
- * KB at an address of its own, so the hardware prefetcher meets every block cold. */
-static inline void tg_prefetch(const float *p, int64_t floats, int near) {
-    for (int64_t i = 0; i < floats; i += 16) {
-        if (near)
-            _mm_prefetch((const char *)(p + i), _MM_HINT_T0);
-        else
-            _mm_prefetch((const char *)(p + i), _MM_HINT_T1);
-    }
 }
 
 /* Scores of one query head against a full run of 16 key rows: the 16 dot products unrolled, so that they are 16
@@ -309,18 +312,30 @@ static inline __m256 tg_fold8(const __m256 t[8]) {
         for (int64_t t0 = 0; t0 < len; t0 += block_size) {                                                \
             const int64_t m = len - t0 < block_size ? len - t0 : block_size;                              \
             const float *kb = kbase + table[t0 / block_size] * block_size * D;                            \
+            if (t0 + block_size < len) {                                                                  \
+                const int64_t next = len - t0 - block_size < block_size ? len - t0 - block_size : block_size; \
+                tg_prefetch(kbase + table[t0 / block_size + 1] * block_size * D, next * D, 1);            \
+            }                                                                                             \
+            tg_prefetch(vbase + table[t0 / block_size] * block_size * D, m * D, 0);                       \
             for (int64_t j0 = 0; j0 < m; j0 += 8) {                                                       \
                 const int64_t n = m - j0 < 8 ? m - j0 : 8;                                                \
                 const __m256i mask = _mm256_loadu_si256((const __m256i *)(lanes + 8 - n));                \
                 for (int64_t g = 0; g < group; g++) { /* the 8 key rows stay in L1 across the group */    \
                     const float *qg = qs + g * D;                                                         \
                     __m256 t[8];                                                                          \
-                    for (int j = 0; j < 8; j++) {                                                         \
-                        tg_v8 a = (tg_v8){0};                                                             \
-                        if (j < n)                                                                        \
+                    if (n == 8) { /* a full run unrolled: 8 independent chains in registers */           \
+                        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) {                             \
+                            tg_v8 a = (tg_v8){0};                                                         \
                             for (int c = 0; c < DV; c++) a += tg_ld8(qg + 8 * c) * tg_ld8(kb + (j0 + j) * D + 8 * c);\
-                        t[j] = (__m256)a;                                                                 \
-                    }                                                                                     \
+                            t[j] = (__m256)a;                                                             \
+                        }                                                                                 \
+                    } else                                                                                \
+                        for (int j = 0; j < 8; j++) {                                                     \
+                            tg_v8 a = (tg_v8){0};                                                         \
+                            if (j < n)                                                                    \
+                                for (int c = 0; c < DV; c++) a += tg_ld8(qg + 8 * c) * tg_ld8(kb + (j0 + j) * D + 8 * c);\
+                            t[j] = (__m256)a;                                                             \
+                        }                                                                                 \
                     _mm256_maskstore_ps(scores + g * len + t0 + j0, mask,                                 \
                                         _mm256_mul_ps(tg_fold8(t), _mm256_set1_ps(scale)));               \
                 }                                                                                         \

@@ -79,10 +79,19 @@ def test_a_portable_library_computes_what_the_native_one_does(portable, monkeypa
     native = cpu.CpuKernels(ctypes.CDLL(str(cpu_build.build())))
     x, weight = torch.randn(5, 64), torch.rand(64) + 0.5
     gate_up = torch.randn(3, 128)
+    # The decode attention over scattered blocks: full and partial runs of keys, GQA groups of 3 and 8 (x86-64-v3
+    # takes the AVX2 path, which an AVX-512 machine's native build never compiles).
+    k_cache, v_cache = torch.randn(2, 3, 12, 16, 64).unbind(0)
+    tables, lens = torch.randperm(12)[:8].view(2, 4), torch.tensor([64, 23])
+    attention = [(torch.randn(2, 9, 64), 3), (torch.randn(2, 8, 64), 1)]  # (q, KV heads): groups of 3 and 8
     for path in files:
         kernels = cpu.CpuKernels(ctypes.CDLL(str(path)))
         torch.testing.assert_close(kernels.rms_norm(x, weight, 1e-6), native.rms_norm(x, weight, 1e-6))
         torch.testing.assert_close(kernels.silu_mul(gate_up), native.silu_mul(gate_up))
+        for q, kv_heads in attention:
+            ks, vs = k_cache[:kv_heads], v_cache[:kv_heads]
+            torch.testing.assert_close(kernels.paged_decode_attention(q, ks, vs, tables, lens, 0.125),
+                                       native.paged_decode_attention(q, ks, vs, tables, lens, 0.125))
 
 
 def test_a_prebuilt_folder_without_a_library_for_this_cpu_is_an_error(tmp_path, monkeypatch):
